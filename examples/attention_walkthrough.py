@@ -1,0 +1,5 @@
+# %% [markdown]
+# # attention_walkthrough (draft)
+
+# %%
+print("draft")

@@ -1,0 +1,5 @@
+# %% [markdown]
+# # copy_task_heads (draft)
+
+# %%
+print("draft")

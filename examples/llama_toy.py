@@ -1,0 +1,5 @@
+# %% [markdown]
+# # llama_toy (draft)
+
+# %%
+print("draft")

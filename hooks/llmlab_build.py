@@ -1,0 +1,288 @@
+"""MkDocs hooks: glue for the known gaps of our toolchain.
+
+Each piece says which gap it covers. In short:
+
+1. markdown-exec has no cache and runs each page once per language. We memoise
+   a block's output for one build, keyed by its code, the source of ``llmlab``
+   and the torch version, so the zh and en pages show the *same* output from
+   *one* run. Heavy experiments are cached across builds by ``llmlab.cache``.
+2. markdown-exec's ``session=`` state is shared across pages, languages and
+   ``serve`` rebuilds: we clear it per page. A long-lived ``mkdocs serve`` would
+   also keep a stale ``llmlab`` import: we drop ``llmlab`` from ``sys.modules``
+   before each build so that the new code is imported.
+3. mkdocs-static-i18n rebuilds every ``File`` and so drops mkdocs-jupyter's
+   notebook wrapper (static-i18n issue #198): notebooks would be copied as
+   downloads. We turn them back into pages after i18n has run.
+4. mkdocs-jupyter's own cache ignores changes to ``src/`` (we switch it off);
+   we memoise its ``nb2html`` under a key that includes the ``llmlab`` source.
+5. A build report (which block or experiment ran, for how long, from where) is
+   written to ``build-report.json`` in the site folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+# Tiny models run several times faster single-threaded on small shared CPUs;
+# set before torch is imported anywhere in this process or its kernels.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from mkdocs.plugins import event_priority  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGUAGES = ("zh", "en")
+NOTEBOOK_DIR = "examples"
+
+# Default on-disk cache for experiments and notebooks (switch: LLMLAB_CACHE=0).
+if os.environ.get("LLMLAB_CACHE", "1").strip().lower() not in {"0", "off", "false", "no"}:
+    os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
+
+
+class _State:
+    """What one outer build (all languages) has seen so far."""
+
+    def __init__(self) -> None:
+        self.block_memo: dict[str, str] = {}
+        self.blocks: list[dict[str, Any]] = []
+        self.notebooks: list[dict[str, Any]] = []
+        self.notebook_memo: dict[str, str] = {}
+        self.source_hash = ""
+        self.torch_version = ""
+        self.language = ""
+        self.page = ""
+        self.started = time.perf_counter()
+
+
+STATE = _State()
+
+
+def _i18n_nested(config: Any) -> bool:
+    """True inside the extra-language builds that static-i18n starts itself."""
+    plugin = config.plugins.get("i18n")
+    return bool(plugin is not None and getattr(plugin, "building", False))
+
+
+def _current_language(config: Any) -> str:
+    plugin = config.plugins.get("i18n")
+    return getattr(plugin, "current_language", None) or LANGUAGES[0]
+
+
+def _fresh_llmlab() -> None:
+    """Forget every imported ``llmlab`` module so the next import reads the disk."""
+    for name in list(sys.modules):
+        if name == "llmlab" or name.startswith("llmlab."):
+            del sys.modules[name]
+
+
+def _clear_exec_sessions() -> None:
+    from markdown_exec._internal.formatters import python as exec_python
+
+    exec_python._sessions_globals.clear()
+
+
+# --------------------------------------------------------------------------
+# 1. one run per block per build, shared by both languages
+# --------------------------------------------------------------------------
+def _install_block_memo() -> None:
+    from markdown_exec._internal.formatters import python as exec_python
+
+    if getattr(exec_python._run_python, "_llmlab_memo", False):
+        return
+    original = exec_python._run_python
+
+    @functools.wraps(original)
+    def run_python(code: str, returncode: int | None = None, session: str | None = None,
+                   id: str | None = None, **extra: str) -> str:  # noqa: A002
+        key_src = json.dumps([code, session, STATE.source_hash, STATE.torch_version])
+        key = hashlib.sha256(key_src.encode()).hexdigest()
+        record = {"page": STATE.page, "language": STATE.language, "key": key[:16],
+                  "session": session or None}
+        # Blocks in a session depend on what ran before them on the page, so
+        # they always run (and the style guide asks pages not to use sessions).
+        if not session and key in STATE.block_memo:
+            STATE.blocks.append({**record, "seconds": 0.0, "source": "memo"})
+            return STATE.block_memo[key]
+        start = time.perf_counter()
+        output = original(code, returncode=returncode, session=session, id=id, **extra)
+        STATE.blocks.append({**record, "seconds": time.perf_counter() - start,
+                             "source": "executed"})
+        if not session:
+            STATE.block_memo[key] = output
+        return output
+
+    run_python._llmlab_memo = True  # type: ignore[attr-defined]
+    exec_python._run_python = run_python
+
+
+# --------------------------------------------------------------------------
+# 4. notebooks: one conversion per build, cached under a key that sees src/
+# --------------------------------------------------------------------------
+def _install_notebook_memo() -> None:
+    import mkdocs_jupyter
+    import nbconvert
+    from mkdocs_jupyter import convert
+
+    if getattr(convert.nb2html, "_llmlab_memo", False):
+        return
+    original = convert.nb2html
+
+    @functools.wraps(original)
+    def nb2html(nb_path: str, **kwargs: Any) -> str:
+        digest = hashlib.sha256()
+        digest.update(Path(nb_path).read_bytes())
+        digest.update(json.dumps([STATE.source_hash, STATE.torch_version,
+                                  mkdocs_jupyter.__version__, nbconvert.__version__,
+                                  sorted((k, repr(v)) for k, v in kwargs.items())]).encode())
+        key = digest.hexdigest()
+        rel = Path(nb_path).resolve().relative_to(ROOT).as_posix()
+        record = {"notebook": rel, "language": STATE.language, "key": key[:16]}
+        if key in STATE.notebook_memo:
+            STATE.notebooks.append({**record, "seconds": 0.0, "source": "memo"})
+            return STATE.notebook_memo[key]
+        folder = os.environ.get("LLMLAB_CACHE_DIR")
+        disk = Path(folder) / "notebooks" / f"{key}.html" if folder else None
+        start = time.perf_counter()
+        if disk is not None and disk.exists():
+            body, source = disk.read_text(encoding="utf-8"), "disk"
+        else:
+            body, source = original(nb_path, **kwargs), "executed"
+            if disk is not None:
+                disk.parent.mkdir(parents=True, exist_ok=True)
+                disk.write_text(body, encoding="utf-8")
+        STATE.notebook_memo[key] = body
+        STATE.notebooks.append({**record, "seconds": time.perf_counter() - start,
+                                "source": source})
+        return body
+
+    nb2html._llmlab_memo = True  # type: ignore[attr-defined]
+    convert.nb2html = nb2html
+
+
+# --------------------------------------------------------------------------
+# events
+# --------------------------------------------------------------------------
+def on_startup(command: str, dirty: bool) -> None:  # noqa: ARG001
+    _install_block_memo()
+    _install_notebook_memo()
+
+
+@event_priority(100)
+def on_pre_build(config: Any) -> None:
+    global STATE
+    if _i18n_nested(config):
+        STATE.language = _current_language(config)
+        return  # same outer build, next language: keep the memo
+    STATE = _State()
+    STATE.language = _current_language(config)
+    _fresh_llmlab()
+    _clear_exec_sessions()
+    _install_block_memo()
+    _install_notebook_memo()
+    import torch
+
+    torch.set_num_threads(1)
+    from llmlab import cache
+
+    STATE.source_hash = cache.source_hash()
+    STATE.torch_version = torch.__version__
+    # Make the notebook kernels import the same source tree.
+    src = str(ROOT / "src")
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if src not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([src, *parts])
+
+
+@event_priority(100)
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
+    # 2. sessions are page-local: nothing leaks between pages or languages.
+    _clear_exec_sessions()
+    STATE.page = page.file.src_uri
+    return markdown
+
+
+def _notebook_dest(dest_path: str) -> str:
+    path = PurePosixPath(dest_path)
+    return (path.with_suffix("") / "index.html").as_posix()
+
+
+def _as_notebook_page(file: Any, config: Any) -> None:
+    """Make an i18n-rebuilt ``File`` of a notebook a documentation page again."""
+    if getattr(file, "_llmlab_notebook", False):
+        return
+    # static-i18n copies the dest of mkdocs-jupyter's wrapper (".../index.html")
+    # for the current language, and the asset path (".py") for alternates.
+    if file.dest_path.endswith(".py"):
+        file.dest_path = _notebook_dest(file.dest_path)
+    file.abs_dest_path = os.path.normpath(os.path.join(config.site_dir, file.dest_path))
+    file.url = file._get_url(config.use_directory_urls)
+    file.is_documentation_page = lambda: True
+    file.is_static_page = lambda: False
+    file._llmlab_notebook = True
+
+
+def _is_notebook(file: Any) -> bool:
+    parts = PurePosixPath(file.src_uri).parts
+    return (
+        len(parts) == 3
+        and parts[0] in LANGUAGES
+        and parts[1] == NOTEBOOK_DIR
+        and parts[2].endswith(".py")
+    )
+
+
+def _language_prefix(language: str) -> str:
+    return "" if language == LANGUAGES[0] else f"{language}/"
+
+
+@event_priority(-200)  # after static-i18n (-100)
+def on_files(files: Any, config: Any) -> Any:
+    # 3. static-i18n issue #198: turn notebooks back into pages. i18n only pairs
+    # up documentation pages, so we also give each notebook its alternates (the
+    # same notebook in the other languages) for the language switcher.
+    for file in list(files):
+        if not _is_notebook(file):
+            continue
+        _as_notebook_page(file, config)
+        name = PurePosixPath(file.src_uri).stem
+        alternates = {}
+        for language in LANGUAGES:
+            alternate = copy.copy(file)
+            alternate.dest_path = f"{_language_prefix(language)}{NOTEBOOK_DIR}/{name}/index.html"
+            alternate.abs_dest_path = os.path.normpath(
+                os.path.join(config.site_dir, alternate.dest_path))
+            alternate.url = alternate._get_url(config.use_directory_urls)
+            alternates[language] = alternate
+        alternates[_current_language(config)] = file
+        file.alternates = alternates
+    return files
+
+
+@event_priority(-200)  # after static-i18n has built every language
+def on_post_build(config: Any) -> None:
+    if _i18n_nested(config):
+        return
+    from llmlab import cache
+
+    report = {
+        "source_hash": STATE.source_hash,
+        "torch": STATE.torch_version,
+        "seconds": time.perf_counter() - STATE.started,
+        "blocks": STATE.blocks,
+        "notebooks": STATE.notebooks,
+        "experiments": [
+            {"name": r.name, "key": r.key[:16], "seconds": r.seconds, "source": r.source}
+            for r in cache.RUN_LOG
+        ],
+    }
+    out = Path(config.site_dir) / "build-report.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

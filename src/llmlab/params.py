@@ -1,0 +1,28 @@
+"""Counting parameters.
+
+Taught on: "Multi-head attention and the Transformer block" (12d² + 13d) and
+"Building blocks of a Llama-style Transformer".
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+__all__ = ["count_parameters"]
+
+
+def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
+    """Number of scalar parameters, each shared (tied) tensor counted once.
+
+    ``module.parameters()`` already yields a tensor shared by two submodules
+    only once (e.g. a language model's output layer tied to its embedding).
+
+    Args:
+        module: Any ``nn.Module``.
+        trainable_only: Count only parameters with ``requires_grad``.
+    """
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    return sum(
+        p.numel() for p in module.parameters() if p.requires_grad or not trainable_only
+    )

@@ -1,0 +1,85 @@
+"""Where a build's numbers came from: package, commit, torch, device, threads.
+
+Taught on: the home page ("How the numbers are made").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+from llmlab import __version__
+
+__all__ = ["BuildInfo", "build_info"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildInfo:
+    """What produced the numbers on a page.
+
+    Attributes:
+        llmlab_version: Version of the installed ``llmlab`` package.
+        git_commit: Short commit of the source tree, or ``"unknown"``.
+        torch_version: ``torch.__version__``.
+        device: The device the examples run on (``"cpu"`` unless stated).
+        threads: ``torch.get_num_threads()`` at the time of the call.
+        python: The Python version.
+        machine: The processor architecture, e.g. ``x86_64``.
+    """
+
+    llmlab_version: str
+    git_commit: str
+    torch_version: str
+    device: str
+    threads: int
+    python: str
+    machine: str
+
+    def rows(self) -> list[tuple[str, str]]:
+        """``(field, value)`` pairs, in display order."""
+        return [(f.name, str(getattr(self, f.name))) for f in dataclasses.fields(self)]
+
+
+def _git_commit() -> str:
+    # CI systems name the commit in the environment; a checkout can ask git.
+    for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
+        if os.environ.get(var):
+            return os.environ[var][:12]
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def build_info(device: str = "cpu") -> BuildInfo:
+    """Describe the environment this process computes in.
+
+    Args:
+        device: The device the caller runs its examples on.
+
+    Returns:
+        A :class:`BuildInfo`.
+    """
+    return BuildInfo(
+        llmlab_version=__version__,
+        git_commit=_git_commit(),
+        torch_version=torch.__version__,
+        device=device,
+        threads=torch.get_num_threads(),
+        python=platform.python_version(),
+        machine=platform.machine(),
+    )
