@@ -15,7 +15,9 @@ Each piece says which gap it covers. In short:
    downloads. We turn them back into pages after i18n has run.
 4. mkdocs-jupyter's own cache ignores changes to ``src/`` (we switch it off);
    we memoise its ``nb2html`` under a key that includes the ``llmlab`` source.
-5. A build report (which block or experiment ran, for how long, from where) is
+5. Material's language selector looks for a sitemap in each language folder;
+   static-i18n writes one at the root: we copy it.
+6. A build report (which block or experiment ran, for how long, from where) is
    written to ``build-report.json`` in the site folder.
 """
 
@@ -26,6 +28,8 @@ import functools
 import hashlib
 import json
 import os
+import re
+import shutil
 import sys
 import time
 from pathlib import Path, PurePosixPath
@@ -126,6 +130,26 @@ def _install_block_memo() -> None:
 # --------------------------------------------------------------------------
 # 4. notebooks: one conversion per build, cached under a key that sees src/
 # --------------------------------------------------------------------------
+_MERMAID_LOADER = re.compile(
+    r'<script type="module">(?:(?!</script>).)*?cdnjs\.cloudflare\.com(?:(?!</script>).)*</script>',
+    re.S,
+)
+_MATHJAX = re.compile(
+    r'<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->', re.S
+)
+
+
+def _offline_notebook_html(body: str) -> str:
+    """Drop what nbconvert's template would fetch from a CDN.
+
+    The template always ships a MathJax loader (with an empty ``src`` here) and
+    a mermaid loader that imports from cdnjs. Our pages typeset math with the
+    bundled KaTeX and have no mermaid diagrams, so both go.
+    """
+    body = _MATHJAX.sub("", body)
+    return _MERMAID_LOADER.sub("", body)
+
+
 def _install_notebook_memo() -> None:
     import mkdocs_jupyter
     import nbconvert
@@ -143,7 +167,9 @@ def _install_notebook_memo() -> None:
                                   mkdocs_jupyter.__version__, nbconvert.__version__,
                                   sorted((k, repr(v)) for k, v in kwargs.items())]).encode())
         key = digest.hexdigest()
-        rel = Path(nb_path).resolve().relative_to(ROOT).as_posix()
+        resolved = Path(nb_path).resolve()
+        rel = (resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT)
+               else resolved.name)
         record = {"notebook": rel, "language": STATE.language, "key": key[:16]}
         if key in STATE.notebook_memo:
             STATE.notebooks.append({**record, "seconds": 0.0, "source": "memo"})
@@ -154,7 +180,7 @@ def _install_notebook_memo() -> None:
         if disk is not None and disk.exists():
             body, source = disk.read_text(encoding="utf-8"), "disk"
         else:
-            body, source = original(nb_path, **kwargs), "executed"
+            body, source = _offline_notebook_html(original(nb_path, **kwargs)), "executed"
             if disk is not None:
                 disk.parent.mkdir(parents=True, exist_ok=True)
                 disk.write_text(body, encoding="utf-8")
@@ -283,6 +309,14 @@ def on_post_build(config: Any) -> None:
             for r in cache.RUN_LOG
         ],
     }
+    # Material's language selector fetches <language>/sitemap.xml to find the
+    # same page in the other language; static-i18n writes only the root one
+    # (which lists every language), so each language folder gets a copy.
+    site = Path(config.site_dir)
+    for language in LANGUAGES[1:]:
+        for name in ("sitemap.xml", "sitemap.xml.gz"):
+            if (site / name).is_file() and (site / language).is_dir():
+                shutil.copyfile(site / name, site / language / name)
     out = Path(config.site_dir) / "build-report.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -38,6 +38,7 @@ import inspect
 import json
 import os
 import pickle
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -155,18 +156,34 @@ def dependency_files(module: str) -> list[Path]:
     return sorted(set(seen.values()))
 
 
-def code_hash(module: str) -> str:
-    """SHA-256 over :func:`dependency_files` of ``module`` (path and bytes)."""
-    files = dependency_files(module)
-    if not files:  # not an llmlab module (e.g. a test's function): be conservative
-        return source_hash()
+def _digest_files(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
+        try:
+            name = path.relative_to(_PACKAGE_DIR).as_posix()
+        except ValueError:
+            name = path.name
+        digest.update(name.encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def code_hash(module: str) -> str:
+    """SHA-256 over :func:`dependency_files` of ``module`` (path and bytes).
+
+    For a module outside ``llmlab`` (a notebook's or a test's function) the
+    whole package counts, plus that module's own file when it has one.
+    """
+    files = dependency_files(module)
+    if files:
+        return _digest_files(files)
+    files = sorted(_PACKAGE_DIR.rglob("*.py"))
+    own = getattr(sys.modules.get(module), "__file__", None)
+    if own and Path(own).is_file():
+        files.append(Path(own))
+    return _digest_files(files)
 
 
 def _canonical(value: Any, where: str) -> Any:

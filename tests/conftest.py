@@ -1,0 +1,142 @@
+"""Shared fixtures: one full site build per test session, a local HTTP server."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
+
+
+def build_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", NO_MKDOCS_2_WARNING="1")
+    env.update(extra)
+    return env
+
+
+def run_mkdocs_build(
+    config: Path, site_dir: Path, env: dict[str, str], timeout: float = 1800
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
+         "-d", str(site_dir)],
+        cwd=config.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class BuiltSite:
+    site_dir: Path
+    seconds: float
+    log: str
+    port: int | None = None
+
+    def html(self, rel: str) -> str:
+        return (self.site_dir / rel).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+    """A cold, strict build of the real site (empty experiment cache), under a sub-path."""
+    tmp = tmp_path_factory.mktemp("site-build")
+    site_dir = tmp / "site"
+    port = _free_port()
+    env = build_env(
+        LLMLAB_CACHE_DIR=str(tmp / "cache"),
+        SITE_URL=f"http://127.0.0.1:{port}{SUBPATH}",
+    )
+    start = time.perf_counter()
+    proc = run_mkdocs_build(ROOT / "mkdocs.yml", site_dir, env)
+    seconds = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed ({proc.returncode}):\n{log[-6000:]}")
+    return BuiltSite(site_dir=site_dir, seconds=seconds, log=log, port=port)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _SubpathHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site folder at SUBPATH, as a Pages host would; 404 elsewhere."""
+
+    def translate_path(self, path: str) -> str:
+        if not path.startswith(SUBPATH):
+            return str(Path(self.directory) / "__outside_subpath__")
+        return super().translate_path("/" + path[len(SUBPATH):])
+
+    def log_message(self, *args: object) -> None:  # keep test output clean
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_server(built_site: BuiltSite):
+    """The built site over HTTP on 127.0.0.1, at the port its site_url names."""
+    handler = functools.partial(_SubpathHandler, directory=str(built_site.site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", built_site.port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{built_site.port}{SUBPATH}"
+    server.shutdown()
+    server.server_close()
+
+
+# ---------------------------------------------------------------------------
+# A minimal site that uses the project's own configuration and hooks, for the
+# tests that must watch a build fail (or a server re-render) quickly.
+# ---------------------------------------------------------------------------
+def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str] | None = None,
+                    watch: list[str] | None = None) -> Path:
+    """Write ``pages`` (paths under docs/, e.g. ``zh/index.md``) and a config.
+
+    The config is the project's mkdocs.yml with its docs_dir, nav and hooks
+    pointed at this folder, so every plugin and hook is the real one.
+    """
+    docs = root / "docs"
+    for rel, text in pages.items():
+        path = docs / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    nav = ["  - index.md"]
+    if notebooks:
+        examples = root / "examples"
+        examples.mkdir(exist_ok=True)
+        for name, text in notebooks.items():
+            (examples / name).write_text(text, encoding="utf-8")
+            nav.append(f"  - examples/{name}")
+        for lang in ("zh", "en"):
+            link = docs / lang / "examples"
+            if not link.exists():
+                link.symlink_to(examples, target_is_directory=True)
+    (docs / "assets").symlink_to(ROOT / "docs" / "assets", target_is_directory=True)
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    text = text.replace("docs_dir: docs", f"docs_dir: {docs}")
+    text = text.replace("  - hooks/llmlab_build.py", f"  - {ROOT / 'hooks' / 'llmlab_build.py'}")
+    text = re.sub(r"\nwatch:\n(  - .*\n)+", "\nwatch:\n" + "".join(
+        f"  - {w}\n" for w in (watch or [str(docs)])), text)
+    text = text.replace("base_path: [docs/snippets]", f"base_path: [{ROOT / 'docs' / 'snippets'}]")
+    text = re.sub(r"\nnav:\n(?:  .*\n?)*$", "\nnav:\n" + "\n".join(nav) + "\n", text)
+    config = root / "mkdocs.yml"
+    config.write_text(text, encoding="utf-8")
+    return config

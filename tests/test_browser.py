@@ -1,0 +1,178 @@
+"""The built site in a real browser: headless Debian Chromium driven by Playwright.
+
+The site is served on 127.0.0.1 under a sub-path (as on GitHub Pages). Every test
+records console errors, failed requests and requests that leave localhost, and
+fails on any of them. Screenshots go to test-artifacts/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.site, pytest.mark.browser]
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _chromium() -> str:
+    path = os.environ.get("LLMLAB_CHROMIUM") or shutil.which("chromium")
+    if not path:
+        pytest.fail("Chromium not found: run `make browser-deps` (or set LLMLAB_CHROMIUM)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=_chromium(),
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A page whose console errors and off-site or failed requests are recorded."""
+
+    def __init__(self, browser, base: str, **context_args) -> None:
+        self.context = browser.new_context(**context_args)
+        self.page = self.context.new_page()
+        self.base = base
+        self.errors: list[str] = []
+        self.offsite: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} {r.failure}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(
+            f"{r.url} HTTP {r.status}"))
+
+        def route(route) -> None:
+            host = urlsplit(route.request.url).hostname
+            if route.request.url.startswith("data:") or host in ("127.0.0.1", "localhost"):
+                route.continue_()
+            else:
+                self.offsite.append(route.request.url)
+                route.abort()
+
+        self.context.route("**/*", route)
+
+    def goto(self, rel: str) -> None:
+        self.page.goto(self.base + rel, wait_until="networkidle")
+
+    def check_clean(self) -> None:
+        assert self.errors == [], f"console errors: {self.errors}"
+        assert self.failed == [], f"failed requests: {self.failed}"
+        assert self.offsite == [], f"requests leaving localhost: {self.offsite}"
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def watched(browser, site_server):
+    pages: list[Watched] = []
+
+    def make(**context_args) -> Watched:
+        w = Watched(browser, site_server, **context_args)
+        pages.append(w)
+        return w
+
+    yield make
+    for w in pages:
+        w.close()
+
+
+def _shot(w: Watched, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    w.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+@pytest.mark.parametrize(("rel", "lang", "title"), [("", "zh", "LLM Lab"), ("en/", "en", "LLM Lab")])
+def test_home_page_loads_clean(watched, rel: str, lang: str, title: str) -> None:
+    w = watched()
+    w.goto(rel)
+    assert w.page.locator("html").get_attribute("lang") == lang
+    assert title in w.page.title()
+    # the provenance block ran at build time: its table is on the page
+    assert w.page.locator("article table").count() >= 1
+    _shot(w, f"home-{lang}")
+    w.check_clean()
+
+
+def test_language_switch_stays_on_the_same_page(watched, site_server) -> None:
+    w = watched()
+    w.goto("examples/quickstart/")
+    w.page.locator(".md-header__option .md-select").hover()
+    w.page.locator('a.md-select__link[hreflang="en"]').click()
+    w.page.wait_for_load_state("networkidle")
+    assert w.page.url == site_server + "en/examples/quickstart/"
+    w.page.locator(".md-header__option .md-select").hover()
+    w.page.locator('a.md-select__link[hreflang="zh"]').click()
+    w.page.wait_for_load_state("networkidle")
+    assert w.page.url == site_server + "examples/quickstart/"
+    w.check_clean()
+
+
+@pytest.mark.parametrize(("rel", "query"), [("", "断言"), ("en/", "assertion")])
+def test_search_finds_a_word_inside_a_sentence(watched, rel: str, query: str) -> None:
+    w = watched()
+    w.goto(rel)
+    w.page.locator("label.md-search__icon, .md-search__input").first.click()
+    w.page.locator(".md-search__input").fill(query)
+    results = w.page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=20_000)
+    assert results.count() >= 1
+    meta = w.page.locator(".md-search-result__meta").inner_text()
+    assert "0" != meta.strip()[:1], meta
+    w.check_clean()
+
+
+def test_formula_is_typeset_by_bundled_katex(watched) -> None:
+    w = watched()
+    w.goto("examples/quickstart/")
+    w.page.locator(".katex").first.wait_for(timeout=10_000)
+    assert w.page.locator(".katex").count() >= 1
+    assert w.page.locator(".katex-error").count() == 0
+    w.check_clean()
+
+
+def test_copy_button_copies_the_block(watched) -> None:
+    w = watched(permissions=["clipboard-read", "clipboard-write"])
+    w.goto("")
+    block = w.page.locator("article .highlight").first
+    code = block.locator("code").inner_text()
+    block.hover()
+    block.locator("button.md-clipboard").click()
+    copied = w.page.evaluate("navigator.clipboard.readText()")
+    assert copied.strip() == code.strip()
+    assert "from llmlab.provenance import build_info" in copied
+    w.check_clean()
+
+
+def test_phone_viewport(watched) -> None:
+    w = watched(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
+    for rel, name in (("", "phone-home-zh"), ("en/", "phone-home-en")):
+        w.goto(rel)
+        width = w.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{name}: page is {width}px wide on a 390px screen"
+        _shot(w, name)
+    w.check_clean()

@@ -1,0 +1,141 @@
+"""The content-addressed experiment cache never serves a result for changed code."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmlab import cache
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LLMLAB_CACHE", raising=False)
+    cache.clear_memory()
+    yield
+    cache.clear_memory()
+
+
+CALLS: list[int] = []
+
+
+@dataclasses.dataclass
+class Result:
+    values: list[float]
+    tensor: torch.Tensor
+
+
+@cache.cached
+def experiment(n: int = 3, scale: float = 1.0, seed: int = 0) -> Result:
+    CALLS.append(n)
+    torch.manual_seed(seed)
+    t = torch.randn(n) * scale
+    return Result(values=t.tolist(), tensor=t)
+
+
+def test_second_call_is_served_from_memory_then_disk(tmp_path: Path) -> None:
+    CALLS.clear()
+    first = experiment(4)
+    second = experiment(4)
+    assert CALLS == [4]
+    assert first.values == second.values
+    assert [r.source for r in cache.RUN_LOG] == ["computed", "memory"]
+    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 1
+    cache.clear_memory()
+    third = experiment(n=4)  # keyword or positional: same bound arguments, same key
+    assert CALLS == [4]
+    assert cache.RUN_LOG[-1].source == "disk"
+    assert torch.equal(third.tensor, first.tensor)
+
+
+def test_arguments_and_defaults_are_part_of_the_key() -> None:
+    assert cache.cache_key(experiment, 3) == cache.cache_key(experiment, n=3, seed=0)
+    assert cache.cache_key(experiment, 3) != cache.cache_key(experiment, 4)
+    assert cache.cache_key(experiment, 3) != cache.cache_key(experiment, 3, seed=1)
+    assert cache.cache_key(experiment, 3, 1.0) != cache.cache_key(experiment, 3, 1.0000001)
+
+
+def test_torch_version_is_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = cache.cache_key(experiment, 3)
+    monkeypatch.setattr(torch, "__version__", "0.0.0-other")
+    assert cache.cache_key(experiment, 3) != before
+
+
+def test_unhashable_arguments_are_refused() -> None:
+    with pytest.raises(TypeError, match="argument 'n'"):
+        cache.cache_key(experiment, object())
+
+
+def test_switch_turns_the_disk_layer_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LLMLAB_CACHE", "0")
+    assert not cache.disk_cache_enabled()
+    experiment(5)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_results_are_copies() -> None:
+    first = experiment(3)
+    first.values.append(99.0)
+    assert experiment(3).values != first.values
+
+
+def _fake_package(root: Path) -> Path:
+    pkg = root / "llmlab"
+    (pkg / "experiments").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "experiments" / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "experiments" / "demo.py").write_text(textwrap.dedent("""
+        from llmlab.blocks import block
+        from ..norms import norm
+        def run(): return block() + norm()
+    """), encoding="utf-8")
+    (pkg / "blocks.py").write_text("from llmlab import helpers\ndef block(): return 1\n",
+                                   encoding="utf-8")
+    (pkg / "helpers.py").write_text("X = 1\n", encoding="utf-8")
+    (pkg / "norms.py").write_text("def norm(): return 2\n", encoding="utf-8")
+    (pkg / "unrelated.py").write_text("Y = 1\n", encoding="utf-8")
+    return pkg
+
+
+def test_key_follows_the_code_the_experiment_imports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pkg = _fake_package(tmp_path)
+    monkeypatch.setattr(cache, "_PACKAGE_DIR", pkg)
+    deps = {p.relative_to(pkg).as_posix() for p in cache.dependency_files("llmlab.experiments.demo")}
+    assert deps == {"__init__.py", "experiments/__init__.py", "experiments/demo.py",
+                    "blocks.py", "helpers.py", "norms.py"}
+    before = cache.code_hash("llmlab.experiments.demo")
+    (pkg / "unrelated.py").write_text("Y = 2\n", encoding="utf-8")
+    assert cache.code_hash("llmlab.experiments.demo") == before  # edit elsewhere: kept
+    (pkg / "helpers.py").write_text("X = 2\n", encoding="utf-8")  # indirect dependency
+    after_helper = cache.code_hash("llmlab.experiments.demo")
+    assert after_helper != before
+    (pkg / "norms.py").write_text("def norm(): return 3\n", encoding="utf-8")  # relative import
+    assert cache.code_hash("llmlab.experiments.demo") != after_helper
+
+
+def test_edited_experiment_is_recomputed_not_served(tmp_path: Path, monkeypatch) -> None:
+    """End to end: the same function name and arguments, new code, new result."""
+    pkg = tmp_path / "pkgs" / "llmlab_edit_demo"
+    pkg.mkdir(parents=True)
+    module = pkg / "__init__.py"
+    body = "from llmlab.cache import cached\n@cached\ndef run(seed: int = 0):\n    return {}\n"
+    module.write_text(body.replace("{}", "1"), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
+    import importlib
+
+    mod = importlib.import_module("llmlab_edit_demo")
+    assert mod.run() == 1
+    module.write_text(body.replace("{}", "2"), encoding="utf-8")
+    del sys.modules["llmlab_edit_demo"]
+    cache.clear_memory()  # only the disk layer could now serve a stale result
+    mod = importlib.import_module("llmlab_edit_demo")
+    assert mod.run() == 2
+    assert cache.RUN_LOG[-1].source == "computed"

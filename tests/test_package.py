@@ -1,0 +1,73 @@
+"""The package: it imports, exports what it says, and never prints."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import llmlab
+
+SRC = Path(llmlab.__file__).resolve().parent
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages([str(SRC)], prefix="llmlab.")
+)
+
+
+def test_version() -> None:
+    assert isinstance(llmlab.__version__, str) and llmlab.__version__.count(".") >= 2
+
+
+@pytest.mark.parametrize("name", ["llmlab", *MODULES])
+def test_module_imports_and_exports_its_names(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    if exported is None:
+        # packages that only hold submodules may omit __all__; modules may not
+        assert hasattr(module, "__path__"), f"{name} has no __all__"
+        return
+    assert len(exported) == len(set(exported)), f"{name}.__all__ has duplicates"
+    for attr in exported:
+        assert hasattr(module, attr), f"{name}.__all__ names {attr!r}, which is missing"
+
+
+def test_core_names_are_exported() -> None:
+    from llmlab.cache import cached  # noqa: F401
+    from llmlab.functional import scaled_dot_product_attention, softmax  # noqa: F401
+    from llmlab.params import count_parameters  # noqa: F401
+    from llmlab.provenance import build_info
+    from llmlab.report import markdown_table  # noqa: F401
+
+    info = build_info()
+    assert info.llmlab_version == llmlab.__version__
+    assert [k for k, _ in info.rows()][:3] == ["llmlab_version", "git_commit", "torch_version"]
+
+
+def _print_calls(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"print", "breakpoint"}
+    ]
+
+
+def test_library_code_never_prints() -> None:
+    # Convention: llmlab returns data or strings; pages and examples print them.
+    offenders = {
+        str(p.relative_to(SRC)): lines
+        for p in sorted(SRC.rglob("*.py"))
+        if (lines := _print_calls(p))
+    }
+    assert offenders == {}, f"print() in library code: {offenders}"
+
+
+def test_print_detector_detects_prints(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    print('x')\n", encoding="utf-8")
+    assert _print_calls(sample) == [2]

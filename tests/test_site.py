@@ -1,0 +1,308 @@
+"""The site: a strict bilingual build whose numbers come from llmlab at build time."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import torch
+from bs4 import BeautifulSoup
+
+from conftest import ROOT, SUBPATH, build_env, run_mkdocs_build, write_mini_site
+
+pytestmark = pytest.mark.site
+
+DOCS = ROOT / "docs"
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+
+
+def _pages(lang: str) -> set[str]:
+    base = DOCS / lang
+    return {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
+
+
+def _html_files(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html"))
+
+
+# --------------------------------------------------------------------------
+# the real site
+# --------------------------------------------------------------------------
+def test_every_page_has_its_translation() -> None:
+    zh, en = _pages("zh"), _pages("en")
+    assert zh, "no Chinese pages found"
+    assert zh - en == set(), f"pages without an English version: {sorted(zh - en)}"
+    assert en - zh == set(), f"pages without a Chinese version: {sorted(en - zh)}"
+
+
+def test_build_is_strict_and_complete(built_site) -> None:
+    site = built_site.site_dir
+    assert (site / "index.html").is_file()
+    assert (site / "en" / "index.html").is_file()
+    for rel in _pages("zh"):
+        if rel.endswith(".md"):
+            page = rel[:-3]
+            target = "index.html" if page == "index" else (
+                f"{page[:-len('index')]}index.html" if page.endswith("/index") else f"{page}/index.html"
+            )
+            assert (site / target).is_file(), f"zh page {rel} was not built"
+            assert (site / "en" / target).is_file(), f"en page {rel} was not built"
+    # mkdocs' own warnings (strict mode would have failed on them anyway)
+    warnings = re.findall(r"^(?:WARNING|ERROR)\s+-.*$", built_site.log, re.M)
+    assert warnings == [], warnings
+
+
+def test_build_time_value_is_in_both_languages_and_not_in_the_markdown(built_site) -> None:
+    # The home page's provenance block prints torch.__version__ at build time.
+    value = torch.__version__
+    sources = "".join(p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md"))
+    assert value not in sources, "the value must be computed, not written in a page"
+    zh = BeautifulSoup(built_site.html("index.html"), "html.parser")
+    en = BeautifulSoup(built_site.html("en/index.html"), "html.parser")
+
+    def table(soup: BeautifulSoup) -> list[list[str]]:
+        for t in soup.select("article table"):
+            rows = [[c.get_text(strip=True) for c in r.find_all(["td", "th"])]
+                    for r in t.find_all("tr")]
+            if any(value in cell for row in rows for cell in row):
+                return rows
+        raise AssertionError(f"no table with {value!r} on the page")
+
+    assert table(zh) == table(en)
+
+
+def test_shared_block_ran_once_per_build(built_site) -> None:
+    report = json.loads(built_site.html("build-report.json"))
+    home = [b for b in report["blocks"] if b["page"] in ("zh/index.md", "en/index.md")]
+    by_key = Counter((b["key"], b["source"]) for b in home)
+    keys = {b["key"] for b in home}
+    assert keys, "the home page ran no block"
+    for key in keys:
+        assert by_key[(key, "executed")] == 1, f"block {key} executed {by_key[(key, 'executed')]}x"
+        assert by_key[(key, "memo")] == 1, f"block {key} was not reused by the other language"
+    # and site-wide: no block with the same key ran twice
+    executed = Counter(b["key"] for b in report["blocks"]
+                       if b["source"] == "executed" and not b["session"])
+    assert max(executed.values()) == 1
+    notebooks = Counter(n["notebook"] for n in report["notebooks"] if n["source"] == "executed")
+    assert notebooks and max(notebooks.values()) == 1
+
+
+def test_executed_outputs_identical_in_both_languages(built_site) -> None:
+    def outputs(rel: str) -> list[str]:
+        soup = BeautifulSoup(built_site.html(rel), "html.parser")
+        article = soup.select_one("article")
+        return [str(t) for t in article.find_all(["table", "img"])]
+
+    for rel in _pages("zh"):
+        if rel.endswith(".md") and rel != "index.md":
+            out = rel[:-3] + "/index.html"
+            assert outputs(out) == outputs("en/" + out), f"outputs differ on {rel}"
+    assert outputs("index.html") == outputs("en/index.html")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebooks_render_as_notebooks_in_both_languages(built_site, name: str) -> None:
+    for prefix in ("", "en/"):
+        html = built_site.html(f"{prefix}examples/{name}/index.html")
+        soup = BeautifulSoup(html, "html.parser")
+        assert soup.select_one(".jupyter-wrapper"), f"{prefix}{name}: not a notebook page"
+        assert soup.select(".jp-CodeCell"), f"{prefix}{name}: no code cells"
+        assert soup.select(".jp-OutputArea-output"), f"{prefix}{name}: no outputs"
+        assert "# %%" not in soup.get_text(), f"{prefix}{name}: raw jupytext shown"
+        # a link to the downloadable source, and the file itself
+        assert soup.select_one(f'a[href$="{name}.py"]'), f"{prefix}{name}: no source link"
+        assert (built_site.site_dir / f"{prefix}examples/{name}/{name}.py").is_file()
+
+
+def test_chinese_search_index_is_segmented(built_site) -> None:
+    index = json.loads(built_site.html("search/search_index.json"))
+    zh_docs = [d for d in index["docs"] if not d["location"].startswith("en/")]
+    text = " ".join(d["text"] for d in zh_docs)
+    # jieba joins words with U+200B; the search separator splits on it.
+    assert "\u200b" in text
+    assert re.split(index["config"]["separator"], "甲\u200b乙") == ["甲", "乙"]
+    words = set(re.split(index["config"]["separator"], text))
+    for word in ("课程", "代码", "断言"):
+        assert word in words, f"{word!r} is not a search term of its own"
+    assert "stemmer" not in index["config"]["pipeline"]
+
+
+def _is_local(url: str) -> bool:
+    if url.startswith(("data:", "#", "blob:")):
+        return True
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc or parts.hostname == "127.0.0.1"
+
+
+def test_no_page_loads_anything_from_another_host(built_site) -> None:
+    bad: list[str] = []
+    for path in _html_files(built_site.site_dir):
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        rel = path.relative_to(built_site.site_dir).as_posix()
+        for tag in soup.find_all("script", src=True):
+            if not _is_local(tag["src"]):
+                bad.append(f"{rel}: script {tag['src']}")
+        for tag in soup.find_all("script", src=False):
+            for url in re.findall(r"""import\(\s*["'](https?://[^"']+)""", tag.get_text()):
+                bad.append(f"{rel}: dynamic import {url}")
+        for tag in soup.find_all("link", href=True):
+            rels = set(tag.get("rel", []))
+            if rels & {"stylesheet", "preload", "modulepreload", "icon", "preconnect"}:
+                if not _is_local(tag["href"]):
+                    bad.append(f"{rel}: link {tag['href']}")
+        for tag in soup.find_all(["img", "iframe", "source", "video", "audio"], src=True):
+            if not _is_local(tag["src"]):
+                bad.append(f"{rel}: {tag.name} {tag['src']}")
+    for css in built_site.site_dir.rglob("*.css"):
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(encoding="utf-8")):
+            if not _is_local(url):
+                bad.append(f"{css.name}: url({url})")
+        for url in re.findall(r"@import\s+['\"]([^'\"]+)", css.read_text(encoding="utf-8")):
+            if not _is_local(url):
+                bad.append(f"{css.name}: @import {url}")
+    assert not bad, "\n".join(bad[:20])
+
+
+def test_language_switcher_works_under_the_sub_path(built_site) -> None:
+    soup = BeautifulSoup(built_site.html("en/examples/quickstart/index.html"), "html.parser")
+    links = {a["hreflang"]: a["href"] for a in soup.select("a.md-select__link[hreflang]")}
+    assert links["en"] == "./"
+    assert links["zh"] == "../../../examples/quickstart/"
+    home = BeautifulSoup(built_site.html("index.html"), "html.parser")
+    alt = {a["hreflang"]: a["href"] for a in home.select("a.md-select__link[hreflang]")}
+    # Absolute links must carry the sub-path; relative ones resolve under it.
+    for href in alt.values():
+        assert not href.startswith("/") or href.startswith(SUBPATH), alt
+    canonical = home.select_one('link[rel="canonical"]')["href"]
+    assert urlsplit(canonical).path == SUBPATH
+
+
+def test_heading_anchors_keep_chinese(built_site) -> None:
+    soup = BeautifulSoup(built_site.html("index.html"), "html.parser")
+    ids = [h.get("id", "") for h in soup.select("article h2")]
+    assert any(re.search(r"[\u4e00-\u9fff]", i) for i in ids), ids
+
+
+# --------------------------------------------------------------------------
+# loud failures, on a minimal site that uses the real config and hooks
+# --------------------------------------------------------------------------
+GOOD_EN = "# Home\n\nHello.\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "zh_page", "expected"),
+    [
+        ("exception in a block",
+         '# 首页\n\n```python exec="on"\nraise RuntimeError("boom from a block")\n```\n',
+         "boom from a block"),
+        ("broken link", "# 首页\n\n[missing](nowhere.md)\n", "nowhere.md"),
+        ("broken anchor", "# 首页\n\n## 一节\n\n[x](#no-such-anchor)\n", "no-such-anchor"),
+    ],
+)
+def test_strict_build_fails_loudly(tmp_path: Path, case: str, zh_page: str, expected: str) -> None:
+    config = write_mini_site(tmp_path, {"zh/index.md": zh_page, "en/index.md": GOOD_EN})
+    proc = run_mkdocs_build(config, tmp_path / "site", build_env(LLMLAB_CACHE="0"), timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, f"{case}: the build passed:\n{log[-2000:]}"
+    assert expected in log, f"{case}: the log does not say what failed:\n{log[-2000:]}"
+
+
+def test_failing_notebook_fails_the_build(tmp_path: Path) -> None:
+    notebook = "# %%\nraise ValueError('boom from a notebook')\n"
+    config = write_mini_site(
+        tmp_path, {"zh/index.md": "# 首页\n", "en/index.md": GOOD_EN},
+        notebooks={"broken.py": notebook},
+    )
+    proc = run_mkdocs_build(config, tmp_path / "site", build_env(LLMLAB_CACHE="0"), timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log[-2000:]
+    assert "boom from a notebook" in log
+
+
+def test_missing_translation_fails_the_build(tmp_path: Path) -> None:
+    config = write_mini_site(tmp_path, {
+        "zh/index.md": "# 首页\n", "en/index.md": GOOD_EN, "zh/only-zh.md": "# 只有中文\n",
+    })
+    text = config.read_text(encoding="utf-8").replace(
+        "\nnav:\n  - index.md\n", "\nnav:\n  - index.md\n  - only-zh.md\n")
+    config.write_text(text, encoding="utf-8")
+    proc = run_mkdocs_build(config, tmp_path / "site", build_env(LLMLAB_CACHE="0"), timeout=300)
+    assert proc.returncode != 0, (proc.stdout + proc.stderr)[-2000:]
+
+
+# --------------------------------------------------------------------------
+# live editing: mkdocs serve picks up a changed llmlab and a changed page
+# --------------------------------------------------------------------------
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode("utf-8")
+
+
+def _wait_for(url: str, needle: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            last = _get(url)
+            if needle in last:
+                return last
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{needle!r} did not appear at {url} within {timeout}s")
+
+
+def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
+    import shutil
+    import socket
+
+    # A private copy of the package, first on PYTHONPATH, that the test may edit.
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "llmlab", src / "llmlab",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    block = ('```python exec="on"\nimport llmlab\n'
+             'print(f"version-{llmlab.__version__}-end")\n```\n')
+    config = write_mini_site(
+        tmp_path, {"zh/index.md": "# 首页\n\n第一版。\n\n" + block, "en/index.md": GOOD_EN + block},
+        watch=[str(tmp_path / "docs"), str(src / "llmlab")],
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = build_env(LLMLAB_CACHE="0", PYTHONPATH=str(src),
+                    SITE_URL=f"http://127.0.0.1:{port}/")
+    log = (tmp_path / "serve.log").open("w", encoding="utf-8")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "-f", str(config), "-a", f"127.0.0.1:{port}"],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        import llmlab
+
+        _wait_for(url, f"version-{llmlab.__version__}-end", 120)
+        init = src / "llmlab" / "__init__.py"
+        init.write_text(init.read_text(encoding="utf-8").replace(
+            f'__version__ = "{llmlab.__version__}"', '__version__ = "9.9.9-live"'), encoding="utf-8")
+        _wait_for(url, "version-9.9.9-live-end", 120)
+        _wait_for(url + "en/", "version-9.9.9-live-end", 30)
+        page = tmp_path / "docs" / "zh" / "index.md"
+        page.write_text(page.read_text(encoding="utf-8").replace("第一版", "第二版"),
+                        encoding="utf-8")
+        _wait_for(url, "第二版", 120)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
