@@ -1,0 +1,376 @@
+"""Seeded experiments for "Self-attention from scratch".
+
+Each ``run_*`` function seeds itself, runs on the CPU and returns a dataclass
+that renders itself as a Markdown table and/or an SVG figure. The timing
+function is deliberately not cached: its numbers belong to the machine.
+
+Taught on: "Self-attention from scratch".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from llmlab.attention import MultiHeadAttention, MultiHeadAttentionWrapper
+from llmlab.attention import causal_weights_masked, mha_from_wrapper
+from llmlab.cache import cached
+from llmlab.functional import softmax
+from llmlab.report import fmt_float, heatmap_svg, line_plot_svg, markdown_table
+
+__all__ = [
+    "DropoutDemoResult",
+    "ScalingResult",
+    "SummaryRecallResult",
+    "TimingResult",
+    "run_dropout_demo",
+    "run_scaling_table",
+    "run_summary_recall",
+    "sdpa_forward",
+    "time_attention_variants",
+]
+
+
+# ---------------------------------------------------------------------------
+# 1. what a fixed-size summary loses
+# ---------------------------------------------------------------------------
+@dataclass
+class SummaryRecallResult:
+    """Recall of the token at a random position, by sequence length.
+
+    Attributes:
+        lengths: Sequence lengths tried.
+        summary_accuracy: Accuracy when decoding from a fixed ``dim``-sized state.
+        attention_accuracy: Accuracy when attending over all the inputs.
+        dim: Size of the fixed state (and of each embedding).
+        vocab_size: Number of distinct tokens.
+        trials: Sequences per length.
+    """
+
+    lengths: list[int]
+    summary_accuracy: list[float]
+    attention_accuracy: list[float]
+    dim: int
+    vocab_size: int
+    trials: int
+
+    def to_markdown(self) -> str:
+        rows = [
+            (n, fmt_float(s, 2), fmt_float(a, 2))
+            for n, s, a in zip(
+                self.lengths, self.summary_accuracy, self.attention_accuracy
+            )
+        ]
+        headers = ["num_tokens", f"fixed state (d={self.dim})", "attention over inputs"]
+        return markdown_table(headers, rows)
+
+    def to_svg(self) -> str:
+        series = {
+            f"fixed-size state (d = {self.dim})": (self.lengths, self.summary_accuracy),
+            "attention over all inputs": (self.lengths, self.attention_accuracy),
+        }
+        return line_plot_svg(
+            series,
+            xlabel="sequence length (tokens)",
+            ylabel="recall accuracy",
+            hlines={f"chance (1/{self.vocab_size})": 1 / self.vocab_size},
+            title="Recall the token at a random position",
+        )
+
+
+@cached
+def run_summary_recall(
+    lengths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+    dim: int = 32,
+    vocab_size: int = 100,
+    trials: int = 200,
+    seed: int = 0,
+) -> SummaryRecallResult:
+    """Fixed-size state vs attention at recalling one token of a sequence.
+
+    The fixed state is a linear RNN, ``h_t = Q h_{t-1} + e_t`` with a random
+    orthogonal ``Q``: it can be undone exactly, yet the other tokens add noise
+    to what is recovered, more as the sequence grows. Attention keeps every
+    input and picks position ``i`` with a positional query.
+    """
+    if min(lengths) < 1 or dim < 1 or vocab_size < 2 or trials < 1:
+        raise ValueError(
+            "lengths, dim and trials must be >= 1 and vocab_size >= 2, got "
+            f"lengths={lengths}, dim={dim}, vocab_size={vocab_size}, trials={trials}"
+        )
+    torch.manual_seed(seed)
+    vocab = F.normalize(torch.randn(vocab_size, dim), dim=-1)  # (V, d) unit rows
+    rotation, _ = torch.linalg.qr(torch.randn(dim, dim))  # (d, d) orthogonal
+    summary_acc, attention_acc = [], []
+    for n in lengths:
+        tokens = torch.randint(vocab_size, (trials, n))  # (N, T)
+        emb = vocab[tokens]  # (N, T, d)
+        # fixed state: h = sum_t Q^(T-1-t) e_t, one d-vector per sequence
+        powers = torch.stack([torch.linalg.matrix_power(rotation, n - 1 - t)
+                              for t in range(n)])  # (T, d, d)
+        state = torch.einsum("tij,ntj->ni", powers, emb)  # (N, d)
+        target = torch.randint(n, (trials,))  # (N,) position to recall
+        undo = powers[target].transpose(1, 2)  # (N, d, d): Q^-k = (Q^k)^T
+        guess = torch.einsum("nij,nj->ni", undo, state)  # e_target + noise
+        answer = tokens[torch.arange(trials), target]  # (N,) the token to recall
+        summary_hit = (guess @ vocab.T).argmax(-1) == answer
+        # attention: one-hot positional keys, a sharp query for the target
+        keys = torch.eye(n)  # (T, T)
+        query = 50.0 * keys[target]  # (N, T)
+        weights = softmax(query @ keys.T, dim=-1)  # (N, T)
+        context = torch.einsum("nt,ntd->nd", weights, emb)  # (N, d)
+        attn_hit = (context @ vocab.T).argmax(-1) == answer
+        summary_acc.append(summary_hit.float().mean().item())
+        attention_acc.append(attn_hit.float().mean().item())
+    return SummaryRecallResult(
+        list(lengths), summary_acc, attention_acc, dim, vocab_size, trials
+    )
+
+
+# ---------------------------------------------------------------------------
+# 5. why divide by sqrt(d_k)
+# ---------------------------------------------------------------------------
+@dataclass
+class ScalingResult:
+    """How dot products and softmax behave as ``d_k`` grows.
+
+    Per ``d_k``: variance of ``q . k`` for standard normal ``q, k``, with and
+    without dividing by ``sqrt(d_k)``; the mean largest softmax weight over
+    ``num_keys`` keys; the mean Frobenius norm of the softmax Jacobian
+    ``diag(p) - p p^T`` (how much gradient flows back through the softmax).
+    """
+
+    d_ks: list[int]
+    var_raw: list[float]
+    var_scaled: list[float]
+    max_weight_raw: list[float]
+    max_weight_scaled: list[float]
+    jacobian_raw: list[float]
+    jacobian_scaled: list[float]
+    num_keys: int
+    trials: int
+
+    def to_markdown(self) -> str:
+        rows = [
+            (
+                d,
+                fmt_float(vr, 1),
+                fmt_float(vs, 2),
+                fmt_float(mr, 3),
+                fmt_float(ms, 3),
+                fmt_float(jr, 4),
+                fmt_float(js, 4),
+            )
+            for d, vr, vs, mr, ms, jr, js in zip(
+                self.d_ks,
+                self.var_raw,
+                self.var_scaled,
+                self.max_weight_raw,
+                self.max_weight_scaled,
+                self.jacobian_raw,
+                self.jacobian_scaled,
+            )
+        ]
+        headers = [
+            "d_k",
+            "Var(q·k)",
+            "Var(q·k/√d_k)",
+            "max weight, raw",
+            "max weight, scaled",
+            "‖∂p/∂z‖, raw",
+            "‖∂p/∂z‖, scaled",
+        ]
+        return markdown_table(headers, rows)
+
+
+def _jacobian_norm(p: Tensor) -> Tensor:
+    """Frobenius norm of ``diag(p) - p p^T`` for each row of ``p``."""
+    jac = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # (N, n, n)
+    return jac.flatten(-2).norm(dim=-1)  # (N,)
+
+
+@cached
+def run_scaling_table(
+    d_ks: tuple[int, ...] = (4, 16, 64, 256, 1024),
+    num_keys: int = 16,
+    trials: int = 1000,
+    seed: int = 0,
+) -> ScalingResult:
+    """Variance of dot products and peakedness of softmax, by ``d_k``."""
+    if min(d_ks) < 1 or num_keys < 2 or trials < 2:
+        raise ValueError(
+            f"d_ks must be >= 1, num_keys >= 2 and trials >= 2; got d_ks={d_ks}, "
+            f"num_keys={num_keys}, trials={trials}"
+        )
+    torch.manual_seed(seed)
+    out: dict[str, list[float]] = {k: [] for k in
+                                   ("vr", "vs", "mr", "ms", "jr", "js")}
+    for d_k in d_ks:
+        q = torch.randn(trials, 1, d_k)  # (N, 1, d_k)
+        k = torch.randn(trials, num_keys, d_k)  # (N, n, d_k)
+        raw = (q @ k.transpose(1, 2)).squeeze(1)  # (N, n)
+        scaled = raw / math.sqrt(d_k)
+        p_raw, p_scaled = softmax(raw, dim=-1), softmax(scaled, dim=-1)
+        out["vr"].append(raw.var().item())
+        out["vs"].append(scaled.var().item())
+        out["mr"].append(p_raw.amax(-1).mean().item())
+        out["ms"].append(p_scaled.amax(-1).mean().item())
+        out["jr"].append(_jacobian_norm(p_raw).mean().item())
+        out["js"].append(_jacobian_norm(p_scaled).mean().item())
+    return ScalingResult(
+        list(d_ks), out["vr"], out["vs"], out["mr"], out["ms"], out["jr"], out["js"],
+        num_keys, trials,
+    )
+
+
+# ---------------------------------------------------------------------------
+# 8. dropout on the attention weights
+# ---------------------------------------------------------------------------
+@dataclass
+class DropoutDemoResult:
+    """Causal attention weights before and after dropout (training mode).
+
+    Attributes:
+        p: Dropout probability.
+        weights: ``(T, T)`` causal weights.
+        dropped: ``(T, T)`` the same after ``nn.Dropout(p)`` in training mode.
+        eval_output: ``(T, T)`` after the same layer in eval mode.
+    """
+
+    p: float
+    weights: Tensor
+    dropped: Tensor
+    eval_output: Tensor
+
+    @property
+    def zeroed_fraction(self) -> float:
+        """Share of the nonzero weights that dropout set to zero."""
+        alive = self.weights > 0
+        return ((self.dropped == 0) & alive).sum().item() / alive.sum().item()
+
+    @property
+    def survivor_ratios(self) -> Tensor:
+        """``dropped / weights`` for the weights that survived."""
+        kept = self.dropped != 0
+        return self.dropped[kept] / self.weights[kept]
+
+    def to_svg(self) -> str:
+        return heatmap_svg(
+            self.dropped,
+            xlabel="key position",
+            ylabel="query position",
+            title=f"causal weights after dropout (p = {self.p})",
+        )
+
+
+@cached
+def run_dropout_demo(p: float = 0.5, num_tokens: int = 6, seed: int = 123
+                     ) -> DropoutDemoResult:
+    """Apply ``nn.Dropout(p)`` to a causal weight matrix, in train and eval mode."""
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"p must be in [0, 1) to keep some weights, got {p}")
+    torch.manual_seed(seed)
+    weights = causal_weights_masked(torch.randn(num_tokens, num_tokens))  # (T, T)
+    layer = torch.nn.Dropout(p)
+    dropped = layer.train()(weights)
+    eval_output = layer.eval()(weights)
+    return DropoutDemoResult(p, weights, dropped, eval_output)
+
+
+# ---------------------------------------------------------------------------
+# 12. speed
+# ---------------------------------------------------------------------------
+def sdpa_forward(mha: MultiHeadAttention, x: Tensor) -> Tensor:
+    """``mha(x)`` with the core computed by ``F.scaled_dot_product_attention``.
+
+    Uses ``mha``'s projections and ``is_causal=True`` instead of its mask
+    buffer; dropout applies only in training mode, as in ``mha``.
+    """
+    b, num_tokens, _ = x.shape
+    h, hd = mha.num_heads, mha.head_dim
+    q = mha.W_query(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    k = mha.W_key(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    v = mha.W_value(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    p = mha.dropout.p if mha.training else 0.0
+    context = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+    context = context.transpose(1, 2).reshape(b, num_tokens, mha.d_out)  # (B, T, D)
+    return mha.out_proj(context)
+
+
+@dataclass
+class TimingResult:
+    """Median forward time of three implementations of the same function.
+
+    Attributes:
+        names: Variant names.
+        seconds: Median seconds per forward call.
+        max_abs_diff: Largest difference of any variant's output from the first's.
+        shape: ``(batch, num_tokens, d_model)`` of the input.
+        num_heads: Heads.
+        threads: Threads the timer ran with.
+    """
+
+    names: list[str]
+    seconds: list[float]
+    max_abs_diff: float
+    shape: tuple[int, int, int]
+    num_heads: int
+    threads: int
+
+    def to_markdown(self) -> str:
+        base = self.seconds[0]
+        rows = [
+            (name, fmt_float(s * 1e6, 1), fmt_float(s / base, 2))
+            for name, s in zip(self.names, self.seconds)
+        ]
+        headers = ["variant", "median time (µs)", f"relative to {self.names[0]}"]
+        return markdown_table(headers, rows)
+
+
+def time_attention_variants(
+    batch: int = 2,
+    num_tokens: int = 64,
+    d_model: int = 64,
+    num_heads: int = 8,
+    min_run_time: float = 0.2,
+    seed: int = 0,
+) -> TimingResult:
+    """Time the wrapper, batched heads and PyTorch's fused attention (1 thread).
+
+    All three compute the same function (the batched module is built from the
+    wrapper's weights with an identity output projection), in eval mode and
+    without gradients. Not cached: the numbers describe the machine it runs on.
+    """
+    from torch.utils import benchmark
+
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
+        )
+    torch.manual_seed(seed)
+    wrapper = MultiHeadAttentionWrapper(
+        d_model, d_model // num_heads, num_tokens, 0.0, num_heads
+    ).eval()
+    mha = mha_from_wrapper(wrapper).eval()
+    x = torch.randn(batch, num_tokens, d_model)
+    variants = {
+        "MultiHeadAttentionWrapper": wrapper,
+        "MultiHeadAttention": mha,
+        "F.scaled_dot_product_attention": lambda t: sdpa_forward(mha, t),
+    }
+    names, seconds, outputs = [], [], []
+    with torch.no_grad():
+        for name, fn in variants.items():
+            outputs.append(fn(x))
+            timer = benchmark.Timer(
+                stmt="fn(x)", globals={"fn": fn, "x": x}, num_threads=1
+            )
+            names.append(name)
+            seconds.append(timer.blocked_autorange(min_run_time=min_run_time).median)
+    diff = max((o - outputs[0]).abs().max().item() for o in outputs[1:])
+    shape = (batch, num_tokens, d_model)
+    return TimingResult(names, seconds, diff, shape, num_heads, 1)
