@@ -1,5 +1,89 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
-# # copy_task_heads (draft)
+# # 多头注意力的分工 · How heads split the work
+#
+# 这个笔记本训练[多头注意力与 Transformer 块](../../lectures/multihead-transformer-block/)
+# 第 3 个实验里的模型：一层因果多头注意力，在每个位置 $t$ 同时输出 $x_{t-1}$、$x_{t-2}$ 和
+# $x_{t-4}$。训练完后，我们画出每个头完整的 $T \times T$ 注意力图，看每个头负责哪个位置。
+# 也可以直接运行：`python examples/copy_task_heads.py`。
+#
+# This notebook trains the model of the third experiment of [Multi-head attention and
+# the Transformer block](../../lectures/multihead-transformer-block/): one causal
+# multi-head attention layer that must output $x_{t-1}$, $x_{t-2}$ and $x_{t-4}$ at every
+# position $t$. After training we draw every head's full $T \times T$ attention
+# map to see which position each head took. It also runs as a plain script:
+# `python examples/copy_task_heads.py`.
 
 # %%
-print("draft")
+import torch
+from IPython.display import SVG, Markdown, display
+
+from llmlab.experiments.multihead import evaluate_copy_model, train_copy_model
+from llmlab.params import count_parameters
+from llmlab.report import fmt_int, fmt_pct, heatmap_svg, markdown_table
+
+torch.set_num_threads(1)
+OFFSETS = (1, 2, 4)
+
+# %% [markdown]
+# ## 训练 · Training
+#
+# 总维度 $D = 24$，3 个头（每个头 8 维）。讲义里训练 1500 步；这里用 800 步，几秒钟就够了。
+# 评估用 2000 个没见过的序列；瞎猜的准确率是 10%。
+#
+# Width $D = 24$ with 3 heads of 8 dimensions. The lecture trains for 1500 steps; 800
+# are enough here and take a few seconds. Evaluation uses 2000 unseen sequences; guessing is
+# right 10% of the time.
+
+# %%
+model = train_copy_model(n_heads=3, seed=0, offsets=OFFSETS, steps=800)
+accs, attn = evaluate_copy_model(model, offsets=OFFSETS)  # attn: (2000, H, T, T)
+rows = [[f"x[t−{k}]", fmt_pct(a)] for k, a in zip(OFFSETS, accs)]
+display(Markdown(markdown_table(["target", "accuracy"], rows)))
+display(Markdown(f"parameters: {fmt_int(count_parameters(model))}"))
+assert min(accs) > 0.9, accs  # all three targets learned
+
+# %% [markdown]
+# ## 每个头的注意力图 · Each head's attention map
+#
+# 第 $i$ 行、第 $j$ 列是位置 $i$ 放在位置 $j$ 上的平均权重（对 2000 个序列取平均）。
+# 因果掩码让对角线以上全是 0。如果一个头专门负责偏移量 $o$，它的权重就集中在
+# 对角线下方第 $o$ 条斜线上。
+#
+# Row $i$, column $j$ is the mean weight (over the 2000 sequences) that position $i$
+# puts on position $j$. The causal mask makes everything above the diagonal 0. A head that
+# specialises in offset $o$ puts its weight on the $o$-th line below the diagonal.
+
+# %%
+mean_attn = attn.mean(dim=0)  # (H, T, T)
+T = mean_attn.shape[-1]
+start = max(OFFSETS)
+taken = []
+for h, head_map in enumerate(mean_attn):
+    # the offset this head favours, over the evaluated queries t >= max(OFFSETS)
+    queries = torch.arange(start, T)
+    per_offset = [head_map[queries, queries - o].mean() for o in range(start + 1)]
+    offset = int(torch.stack(per_offset).argmax())
+    taken.append(offset)
+    svg = heatmap_svg(head_map, title=f"head {h}: mostly t−{offset}", annotate=False,
+                      xlabel="key position", ylabel="query position", vmin=0, vmax=1)
+    display(SVG(svg))
+display(Markdown(f"offsets taken by the heads: {taken}"))
+assert sorted(taken) == list(OFFSETS)  # one head per offset
+
+# %% [markdown]
+# 三个头各自认领了一个偏移量：训练自己完成了分工。
+# 试试把 `n_heads` 改成 1：唯一的那个头只能把权重分给几个位置，总有一个目标学不会。
+#
+# Each of the three heads has claimed one offset: training divided the work by itself.
+# Try `n_heads=1`: the single head can only spread its weight over several positions,
+# and one target is never learned.

@@ -1,0 +1,472 @@
+"""Experiments on multi-head attention and the Transformer block.
+
+* :func:`run_why_multihead`: a one-layer attention model must copy ``x[t-1]``,
+  ``x[t-2]`` and ``x[t-4]`` at once; with one head it cannot, with enough heads
+  each head takes one offset. Same parameter count for every head count.
+* :func:`run_residual_ablation`: an 8-block model learns to copy ``x[t-3]`` with
+  Pre-LN or Post-LN residual blocks, but not without residual connections (its
+  representations collapse before training starts).
+
+Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from llmlab.cache import cached
+from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
+from llmlab.params import count_parameters
+from llmlab.report import fmt_float, fmt_int, fmt_pct, markdown_table
+
+__all__ = [
+    "OneLayerAttention",
+    "ResidualAblationResult",
+    "WhyMultiheadResult",
+    "collapse_score",
+    "evaluate_copy_model",
+    "run_residual_ablation",
+    "run_why_multihead",
+    "train_copy_model",
+]
+
+
+# ---------------------------------------------------------------------------
+# Demo 3: why several heads
+# ---------------------------------------------------------------------------
+
+
+class OneLayerAttention(nn.Module):
+    """Embeddings, one causal attention layer with a residual, a read-out per target.
+
+    ``h = tok(x) + pos(t)``; ``h = h + MHA(h)``; target ``i`` is read by its own
+    linear layer. No MLP: whatever reaches position ``t`` from other positions
+    must travel through attention.
+    """
+
+    def __init__(
+        self, vocab_size: int, d_model: int, n_heads: int, seq_len: int, n_targets: int
+    ) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        self.attn = MultiHeadSelfAttention(d_model, n_heads, causal=True)
+        outs = [nn.Linear(d_model, vocab_size) for _ in range(n_targets)]
+        self.outs = nn.ModuleList(outs)  # one read-out per target
+
+    def forward(self, x: Tensor) -> tuple[list[Tensor], Tensor]:
+        """Ids ``(B, T)`` -> ``(B, T, V)`` logits per target, and ``(B, H, T, T)``."""
+        h = self.tok(x) + self.pos(torch.arange(x.shape[1]))  # (B, T, D)
+        a, attn = self.attn(h, return_attn=True)  # (B, T, D), (B, H, T, T)
+        h = h + a  # (B, T, D)
+        return [out(h) for out in self.outs], attn
+
+
+def _copy_loss(logits: list[Tensor], x: Tensor, offsets: tuple[int, ...]) -> Tensor:
+    """Sum over targets of the cross-entropy for ``x[t-k]`` at ``t >= max(k)``."""
+    start, T = max(offsets), x.shape[1]
+    return sum(
+        F.cross_entropy(lg[:, start:].flatten(0, 1), x[:, start - k : T - k].flatten())
+        for lg, k in zip(logits, offsets)
+    )
+
+
+@dataclass
+class WhyMultiheadResult:
+    """Copy-task accuracy per head count, seed and target, and what the heads attend.
+
+    Attributes:
+        heads: Head counts compared (same ``d_model`` for all).
+        seeds: Training seeds.
+        offsets: Targets: position ``t`` predicts ``x[t - k]`` for each ``k``.
+        vocab_size: Tokens are uniform over this many ids (chance = ``1/vocab_size``).
+        d_model: Width of every model; head ``h`` has ``d_model // heads[i]`` dims.
+        accuracy: ``accuracy[i][s][j]``: head count ``i``, seed ``s``, target ``j``.
+        n_params: Parameter count per head count.
+        offset_attention: ``[i][h][o]``: mean attention weight that head ``h`` of
+            the first seed's model with ``heads[i]`` heads puts on offset ``o`` (key
+            ``t - o``), averaged over the evaluation queries ``t >= max(offsets)``.
+    """
+
+    heads: list[int]
+    seeds: list[int]
+    offsets: list[int]
+    vocab_size: int
+    d_model: int
+    accuracy: list[list[list[float]]]
+    n_params: list[int]
+    offset_attention: list[list[list[float]]]
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / self.vocab_size
+
+    def _index(self, n_heads: int) -> int:
+        if n_heads not in self.heads:
+            raise ValueError(f"n_heads must be one of {self.heads}, got {n_heads}")
+        return self.heads.index(n_heads)
+
+    def target_accuracy(self, n_heads: int) -> list[float]:
+        """Accuracy per target, averaged over seeds."""
+        runs = self.accuracy[self._index(n_heads)]
+        return [sum(r[j] for r in runs) / len(runs) for j in range(len(self.offsets))]
+
+    def worst_target(self, n_heads: int) -> float:
+        """Each seed's worst target, averaged over seeds."""
+        runs = self.accuracy[self._index(n_heads)]
+        return sum(min(r) for r in runs) / len(runs)
+
+    def head_offsets(self, n_heads: int) -> list[int]:
+        """The offset each head of the first seed's model attends to most."""
+        rows = self.offset_attention[self._index(n_heads)]
+        return [max(range(len(row)), key=row.__getitem__) for row in rows]
+
+    def to_markdown(self) -> str:
+        headers = ["heads", "d_head"] + [f"x[t−{k}]" for k in self.offsets]
+        headers += ["worst target", "parameters"]
+        rows = []
+        for n_heads, n_params in zip(self.heads, self.n_params):
+            accs = [fmt_pct(a) for a in self.target_accuracy(n_heads)]
+            worst = fmt_pct(self.worst_target(n_heads))
+            d_head = self.d_model // n_heads
+            rows.append([n_heads, d_head, *accs, worst, fmt_int(n_params)])
+        return markdown_table(headers, rows)
+
+    def to_svg(self) -> str:
+        """Heatmap: one row per head (first seed's models), one column per offset."""
+        from llmlab.report import heatmap_svg
+
+        rows, labels = [], []
+        for n_heads, per_head in zip(self.heads, self.offset_attention):
+            for h, row in enumerate(per_head):
+                rows.append(row)
+                labels.append(f"H={n_heads} · head {h}")
+        cols = [f"t−{o}" for o in range(len(rows[0]))]
+        return heatmap_svg(
+            rows, labels, cols, vmin=0.0, vmax=1.0,
+            title="Mean attention by offset (query t, key t−o)",
+            xlabel="key position", ylabel="model · head",
+        )
+
+
+def _offset_profile(attn: Tensor, start: int, n_offsets: int) -> list[list[float]]:
+    """``(B, H, T, T)`` -> ``[h][o]``: mean weight on key ``t - o`` (``t >= start``)."""
+    T = attn.shape[-1]
+    profile = []
+    for h in range(attn.shape[1]):
+        row = []
+        for o in range(n_offsets):
+            ts = torch.arange(max(start, o), T)
+            row.append(attn[:, h, ts, ts - o].mean().item() if len(ts) else 0.0)
+        profile.append(row)
+    return profile
+
+
+def _eval_batch(n_eval: int, seq_len: int, vocab_size: int) -> Tensor:
+    """Fresh evaluation sequences, the same for every model and seed."""
+    data = torch.Generator().manual_seed(10_000)
+    return torch.randint(0, vocab_size, (n_eval, seq_len), generator=data)
+
+
+def train_copy_model(
+    n_heads: int,
+    seed: int = 0,
+    offsets: tuple[int, ...] = (1, 2, 4),
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    d_model: int = 24,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+) -> OneLayerAttention:
+    """Train a :class:`OneLayerAttention` on the copy task (Adam, random batches).
+
+    Position ``t >= max(offsets)`` must output ``x[t - k]`` for every ``k``.
+    """
+    torch.manual_seed(seed)
+    model = OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    data = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
+        loss = _copy_loss(model(x)[0], x, offsets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model
+
+
+def evaluate_copy_model(
+    model: OneLayerAttention, offsets: tuple[int, ...] = (1, 2, 4), n_eval: int = 2000
+) -> tuple[list[float], Tensor]:
+    """Accuracy per target on fresh sequences, and the ``(n_eval, H, T, T)`` weights."""
+    vocab_size, seq_len = model.tok.num_embeddings, model.pos.num_embeddings
+    start = max(offsets)
+    x = _eval_batch(n_eval, seq_len, vocab_size)
+    with torch.no_grad():
+        logits, attn = model(x)
+    hits = [lg[:, start:].argmax(-1) == x[:, start - k : seq_len - k] for lg, k in
+            zip(logits, offsets)]
+    return [h.float().mean().item() for h in hits], attn
+
+
+@cached
+def run_why_multihead(
+    heads: tuple[int, ...] = (1, 2, 3, 6),
+    seeds: tuple[int, ...] = (0, 1, 2),
+    offsets: tuple[int, ...] = (1, 2, 4),
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    d_model: int = 24,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    n_eval: int = 2000,
+) -> WhyMultiheadResult:
+    """Train :class:`OneLayerAttention` to output ``x[t-k]`` for every offset ``k``.
+
+    Every model has the same ``d_model`` (so the same parameters); more heads
+    means smaller heads. Adam, uniform random sequences, accuracy on ``n_eval``
+    fresh sequences at positions ``t >= max(offsets)``. The offset profile
+    (:attr:`WhyMultiheadResult.offset_attention`) is taken from the first seed.
+
+    Returns:
+        A :class:`WhyMultiheadResult`.
+
+    Raises:
+        ValueError: If a head count does not divide ``d_model`` or an offset does
+            not fit in ``seq_len``.
+    """
+    for n_heads in heads:
+        if d_model % n_heads:
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by n_heads ({n_heads})"
+            )
+    if not offsets or min(offsets) < 1 or max(offsets) >= seq_len:
+        raise ValueError(f"offsets must be in [1, seq_len={seq_len}), got {offsets}")
+    if not seeds:
+        raise ValueError("seeds must name at least one seed, got an empty tuple")
+    accuracy, n_params, profiles = [], [], []
+    for n_heads in heads:
+        runs = []
+        for i, seed in enumerate(seeds):
+            model = train_copy_model(
+                n_heads, seed, tuple(offsets), vocab_size, seq_len, d_model, steps, lr,
+                batch_size,
+            )
+            accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
+            runs.append(accs)
+            if i == 0:  # parameters and what each head attends to: first seed
+                n_params.append(count_parameters(model))
+                start = max(offsets)
+                profiles.append(_offset_profile(attn, start, start + 4))
+        accuracy.append(runs)
+    return WhyMultiheadResult(
+        list(heads), list(seeds), list(offsets), vocab_size, d_model, accuracy,
+        n_params, profiles,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Demo 6: residual connections
+# ---------------------------------------------------------------------------
+
+
+class _NoResidualBlock(TransformerBlock):
+    """A Pre-LN block without its two residual connections (for the ablation only)."""
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        x = self.attn(self.ln1(x), pad_mask)  # (B, T, D), no "x +"
+        return self.ffn(self.ln2(x))  # (B, T, D)
+
+
+KINDS = ("pre_ln", "post_ln", "no_residual")
+
+
+class _DeepModel(nn.Module):
+    """Embeddings, ``n_layers`` blocks, LayerNorm, linear; PyTorch's default init."""
+
+    def __init__(
+        self, kind: str, n_layers: int, d_model: int, n_heads: int, vocab_size: int,
+        seq_len: int,
+    ) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        if kind == "no_residual":
+            blocks = [_NoResidualBlock(d_model, n_heads) for _ in range(n_layers)]
+        else:
+            pre = kind == "pre_ln"
+            blocks = [TransformerBlock(d_model, n_heads, pre) for _ in range(n_layers)]
+        self.blocks = nn.ModuleList(blocks)
+        self.ln = nn.LayerNorm(d_model)
+        self.out = nn.Linear(d_model, vocab_size)
+
+    def hidden(self, x: Tensor) -> Tensor:
+        """The last block's output ``(B, T, D)``."""
+        h = self.tok(x) + self.pos(torch.arange(x.shape[1]))  # (B, T, D)
+        for block in self.blocks:
+            h = block(h)  # (B, T, D)
+        return h
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.out(self.ln(self.hidden(x)))  # (B, T, V)
+
+
+def collapse_score(hidden: Tensor) -> float:
+    """Mean cosine similarity between different positions of ``(B, T, D)`` vectors.
+
+    Near 1: every position carries (almost) the same vector, so nothing after
+    this layer can tell which token stood where ("rank collapse").
+    """
+    if hidden.ndim != 3 or hidden.shape[1] < 2:
+        raise ValueError(
+            "hidden must have shape (batch, seq_len >= 2, d), got "
+            f"{tuple(hidden.shape)}"
+        )
+    T = hidden.shape[1]
+    unit = F.normalize(hidden, dim=-1)
+    sim = unit @ unit.transpose(1, 2)  # (B, T, T) cosine similarities
+    return sim[:, ~torch.eye(T, dtype=torch.bool)].mean().item()  # off-diagonal
+
+
+@dataclass
+class ResidualAblationResult:
+    """Training an ``n_layers``-block model with and without residual connections.
+
+    Attributes:
+        kinds: ``"pre_ln"``, ``"post_ln"``, ``"no_residual"`` (Pre-LN minus residuals).
+        n_layers: Number of blocks.
+        offset: The task: position ``t`` predicts ``x[t - offset]``.
+        vocab_size: Uniform tokens; a guessing model has loss ``ln(vocab_size)``.
+        window: Steps averaged for the first and last loss.
+        collapse: ``{kind: score}``, :func:`collapse_score` of the last block's
+            output at initialisation.
+        losses: ``{kind: [loss per training step]}``.
+        accuracy: ``{kind: accuracy}`` on fresh sequences after training.
+    """
+
+    kinds: list[str]
+    n_layers: int
+    offset: int
+    vocab_size: int
+    window: int
+    collapse: dict[str, float]
+    losses: dict[str, list[float]]
+    accuracy: dict[str, float]
+
+    LABELS = {
+        "pre_ln": "Pre-LN",
+        "post_ln": "Post-LN",
+        "no_residual": "Pre-LN, no residual",
+    }
+
+    @property
+    def chance_loss(self) -> float:
+        return math.log(self.vocab_size)
+
+    def _curve(self, kind: str) -> list[float]:
+        if kind not in self.losses:
+            raise ValueError(f"kind must be one of {self.kinds}, got {kind!r}")
+        return self.losses[kind]
+
+    def first_loss(self, kind: str) -> float:
+        """Mean training loss over the first ``window`` steps."""
+        return sum(self._curve(kind)[: self.window]) / self.window
+
+    def last_loss(self, kind: str) -> float:
+        """Mean training loss over the last ``window`` steps."""
+        return sum(self._curve(kind)[-self.window :]) / self.window
+
+    def to_markdown(self) -> str:
+        headers = [
+            "block", "collapse at init", f"loss, first {self.window} steps",
+            f"loss, last {self.window} steps", "accuracy",
+        ]
+        rows = [
+            [self.LABELS[k], fmt_float(self.collapse[k]), fmt_float(self.first_loss(k)),
+             fmt_float(self.last_loss(k)), fmt_pct(self.accuracy[k])]
+            for k in self.kinds
+        ]
+        return markdown_table(headers, rows)
+
+    def to_svg(self) -> str:
+        """Training-loss curves of every kind, with the guessing loss ``ln V``."""
+        from llmlab.report import line_plot_svg
+
+        series = {
+            self.LABELS[k]: (range(1, len(self.losses[k]) + 1), self.losses[k])
+            for k in self.kinds
+        }
+        return line_plot_svg(
+            series, title=f"{self.n_layers} blocks, predict x[t−{self.offset}]",
+            xlabel="training step", ylabel="cross-entropy loss",
+            hlines={f"ln {self.vocab_size} (guessing)": self.chance_loss},
+        )
+
+
+@cached
+def run_residual_ablation(
+    kinds: tuple[str, ...] = KINDS,
+    n_layers: int = 8,
+    d_model: int = 64,
+    n_heads: int = 4,
+    offset: int = 3,
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    steps: int = 300,
+    lr: float = 1e-3,
+    batch_size: int = 64,
+    n_eval: int = 2000,
+    window: int = 50,
+    seed: int = 0,
+) -> ResidualAblationResult:
+    """Train an ``n_layers``-block model to output ``x[t - offset]``, once per kind.
+
+    Every kind starts from the same seed and sees the same batches. The collapse
+    score is measured on 16 random sequences before the first step.
+
+    Returns:
+        A :class:`ResidualAblationResult`.
+
+    Raises:
+        ValueError: On an unknown kind or an offset that does not fit in ``seq_len``.
+    """
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"kinds must be among {KINDS}, got {kind!r}")
+    if not 1 <= offset < seq_len:
+        raise ValueError(f"offset must be in [1, seq_len={seq_len}), got {offset}")
+    if not 1 <= window <= steps:
+        raise ValueError(f"window must be in [1, steps={steps}], got {window}")
+    collapse, losses, accuracy = {}, {}, {}
+    for kind in kinds:
+        torch.manual_seed(seed)
+        model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
+        probe = torch.randint(0, vocab_size, (16, seq_len))
+        with torch.no_grad():
+            collapse[kind] = collapse_score(model.hidden(probe))
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        data = torch.Generator().manual_seed(seed)
+        curve = []
+        for _ in range(steps):
+            x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
+            logits = model(x)[:, offset:]  # (B, T - offset, V)
+            loss = F.cross_entropy(logits.flatten(0, 1), x[:, :-offset].flatten())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            curve.append(loss.item())
+        x = _eval_batch(n_eval, seq_len, vocab_size)
+        with torch.no_grad():
+            pred = model(x)[:, offset:].argmax(-1)
+        accuracy[kind] = (pred == x[:, :-offset]).float().mean().item()
+        losses[kind] = curve
+    return ResidualAblationResult(
+        list(kinds), n_layers, offset, vocab_size, window, collapse, losses, accuracy
+    )

@@ -1,0 +1,411 @@
+"""A GPT-2-style Transformer: multi-head self-attention, the block, the model.
+
+One readable file in the manner of nanoGPT's ``model.py``:
+
+* :class:`MultiHeadSelfAttention`: one fused ``qkv`` projection, ``H`` heads of
+  scaled dot-product attention, an output projection ``proj`` (all with biases);
+  optional causal and key-padding masks. :meth:`MultiHeadSelfAttention.forward_steps`
+  *is* the forward pass and returns every intermediate tensor, so a page can show
+  them without re-implementing (and drifting from) the module.
+* :class:`MLP`: ``d_model -> 4 d_model -> d_model`` with GELU and biases.
+* :class:`TransformerBlock`: ``ln1, attn, ln2, ffn`` with residual connections,
+  Pre-LN (GPT-2, default) or Post-LN (the original Transformer).
+* :class:`TransformerLM`: token + learned position embeddings, ``n_layers``
+  blocks, a final LayerNorm and an output layer tied to the token embedding.
+* :class:`GPT2Config` with the :data:`GPT2_SMALL` preset, and the parameter-count
+  formulas :func:`block_param_count` (``12 d² + 13 d``) and :func:`gpt2_param_count`.
+
+Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from llmlab.functional import softmax
+from llmlab.params import count_parameters
+
+__all__ = [
+    "GPT2Config",
+    "GPT2_SMALL",
+    "MLP",
+    "MultiHeadSelfAttention",
+    "TransformerBlock",
+    "TransformerLM",
+    "block_param_count",
+    "count_parameters",
+    "gpt2_param_breakdown",
+    "gpt2_param_count",
+]
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _check_dropout(dropout: float) -> None:
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+class MultiHeadSelfAttention(nn.Module):
+    r"""Multi-head self-attention with a fused QKV projection (GPT-2 style).
+
+    .. math:: \mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots,
+        \mathrm{head}_H)\,W^O,\quad \mathrm{head}_h = \mathrm{softmax}\!\left(
+        \frac{Q_h K_h^\top}{\sqrt{d_{head}}}\right) V_h
+
+    ``qkv.weight`` is ``(3 d_model, d_model)`` with the rows of ``W_Q``, ``W_K``,
+    ``W_V`` stacked in that order: the layout of ``nn.MultiheadAttention``'s
+    ``in_proj_weight``.
+
+    Args:
+        d_model: Width of the input and output ``D``.
+        n_heads: Number of heads ``H``; ``d_head = D // H``.
+        causal: If True, position ``t`` attends only to positions ``<= t``.
+        dropout: Dropout on the attention weights and on the output (off by default).
+
+    Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+    """
+
+    #: The tensors :meth:`forward_steps` returns, in order: (operation, shape).
+    STEPS = {
+        "qkv": ("qkv(x)", "(B, T, 3D)"),
+        "q": ("q, k, v = qkv.split(D, dim=2)", "(B, T, D)"),
+        "q_heads": ("q.view(B, T, H, Dh).transpose(1, 2)", "(B, H, T, Dh)"),
+        "scores": ("q_heads @ k_heads.transpose(-2, -1) / √Dh", "(B, H, T, T)"),
+        "attn": ("softmax(mask(scores), dim=-1)", "(B, H, T, T)"),
+        "heads": ("attn @ v_heads", "(B, H, T, Dh)"),
+        "concat": ("heads.transpose(1, 2).view(B, T, D)", "(B, T, D)"),
+        "out": ("proj(concat)", "(B, T, D)"),
+    }
+
+    def __init__(
+        self, d_model: int, n_heads: int, causal: bool = True, dropout: float = 0.0
+    ) -> None:
+        super().__init__()
+        _check_positive("d_model", d_model)
+        _check_positive("n_heads", n_heads)
+        if d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by n_heads ({n_heads})"
+            )
+        _check_dropout(dropout)
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.causal = causal
+        self.qkv = nn.Linear(d_model, 3 * d_model)  # W_Q, W_K, W_V in one matrix
+        self.proj = nn.Linear(d_model, d_model)  # W^O: mixes the heads
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def extra_repr(self) -> str:
+        return f"n_heads={self.n_heads}, d_head={self.d_head}, causal={self.causal}"
+
+    def _check_input(self, x: Tensor, pad_mask: Tensor | None) -> None:
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
+            got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(
+                f"x must have shape (batch, seq_len, d_model={self.d_model}), got {got}"
+            )
+        if pad_mask is None:
+            return
+        if not isinstance(pad_mask, Tensor) or pad_mask.dtype != torch.bool:
+            got = pad_mask.dtype if isinstance(pad_mask, Tensor) else type(pad_mask)
+            raise ValueError(
+                f"pad_mask must be a boolean tensor (True = padding), got {got}"
+            )
+        if tuple(pad_mask.shape) != tuple(x.shape[:2]):
+            raise ValueError(
+                f"pad_mask must have shape (batch, seq_len) = {tuple(x.shape[:2])}, "
+                f"got {tuple(pad_mask.shape)}"
+            )
+
+    def _allowed(
+        self, B: int, T: int, pad_mask: Tensor | None, device: torch.device
+    ) -> Tensor | None:
+        """Boolean ``(B or 1, 1, T, T)``: True where query ``i`` may see key ``j``."""
+        allowed = None
+        if self.causal:
+            allowed = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+            allowed = allowed.view(1, 1, T, T)
+        if pad_mask is not None:
+            keys = (~pad_mask).view(B, 1, 1, T)  # padded keys are never attended
+            allowed = keys if allowed is None else allowed & keys
+        return allowed
+
+    def forward_steps(
+        self, x: Tensor, pad_mask: Tensor | None = None
+    ) -> dict[str, Tensor]:
+        """The forward pass, returning every intermediate tensor in order.
+
+        :meth:`forward` returns ``forward_steps(x)["out"]``, so what this shows is
+        exactly what the module computes.
+
+        Args:
+            x: ``(B, T, D)``.
+            pad_mask: Optional boolean ``(B, T)``, True at padding positions (the
+                convention of ``nn.MultiheadAttention``'s ``key_padding_mask``).
+                A query that sees no key at all gets all-zero weights, not NaN.
+
+        Returns:
+            ``{name: tensor}`` in the order of :attr:`STEPS`, which gives each one's
+            operation and shape. ``scores`` is before masking, ``attn`` after
+            masking and softmax (before dropout).
+        """
+        self._check_input(x, pad_mask)
+        B, T, D = x.shape
+        H, Dh = self.n_heads, self.d_head
+        qkv = self.qkv(x)  # (B, T, 3D): Q, K, V from one matmul
+        q, k, v = qkv.split(D, dim=2)  # 3 x (B, T, D)
+        # split D into H heads of Dh and move the head axis forward
+        q_heads = q.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
+        k_heads = k.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
+        v_heads = v.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
+        # every head scores every (query, key) pair: QK^T / sqrt(Dh)
+        scores = q_heads @ k_heads.transpose(-2, -1) / math.sqrt(Dh)  # (B, H, T, T)
+        allowed = self._allowed(B, T, pad_mask, x.device)
+        if allowed is None:
+            attn = softmax(scores, dim=-1)  # (B, H, T, T), rows sum to 1
+        else:
+            # a row with no visible key attends nowhere (zeros) instead of NaN
+            has_key = allowed.any(dim=-1, keepdim=True)  # (B|1, 1, T, 1)
+            masked = scores.masked_fill(~(allowed | ~has_key), float("-inf"))
+            attn = softmax(masked, dim=-1) * has_key  # (B, H, T, T)
+        heads = self.attn_dropout(attn) @ v_heads  # (B, H, T, Dh)
+        # put the heads side by side again: (B, H, T, Dh) -> (B, T, H*Dh)
+        concat = heads.transpose(1, 2).contiguous().view(B, T, D)  # (B, T, D)
+        out = self.resid_dropout(self.proj(concat))  # (B, T, D)
+        return {
+            "qkv": qkv,
+            "q": q,
+            "q_heads": q_heads,
+            "scores": scores,
+            "attn": attn,
+            "heads": heads,
+            "concat": concat,
+            "out": out,
+        }
+
+    def forward(
+        self, x: Tensor, pad_mask: Tensor | None = None, return_attn: bool = False
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """``(B, T, D) -> (B, T, D)``, and the ``(B, H, T, T)`` weights if asked."""
+        steps = self.forward_steps(x, pad_mask)
+        return (steps["out"], steps["attn"]) if return_attn else steps["out"]
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward net ``D -> 4D -> D`` with GELU (GPT-2's MLP).
+
+    GELU uses the tanh approximation, as GPT-2 did.
+
+    Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+    """
+
+    def __init__(self, d_model: int, d_ff: int | None = None, dropout: float = 0.0):
+        super().__init__()
+        _check_positive("d_model", d_model)
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        _check_positive("d_ff", d_ff)
+        _check_dropout(dropout)
+        self.fc = nn.Linear(d_model, d_ff)
+        self.act = nn.GELU(approximate="tanh")
+        self.proj = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.proj(self.act(self.fc(x))))  # (B, T, D)
+
+
+class TransformerBlock(nn.Module):
+    r"""One Transformer block: attention and MLP, each with a residual connection.
+
+    Pre-LN (GPT-2): :math:`x \leftarrow x + \mathrm{Attn}(\mathrm{LN}_1(x))`, then
+    :math:`x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))`.
+    Post-LN (``pre_ln=False``, the 2017 Transformer):
+    :math:`x \leftarrow \mathrm{LN}_1(x + \mathrm{Attn}(x))`, then
+    :math:`x \leftarrow \mathrm{LN}_2(x + \mathrm{FFN}(x))`.
+    Either way it has ``12 d² + 13 d`` parameters (:func:`block_param_count`).
+
+    Args:
+        d_model: Width ``D``.
+        n_heads: Number of attention heads.
+        pre_ln: LayerNorm before each sub-layer (True) or after the residual sum.
+        dropout: Dropout inside attention and the MLP.
+        causal: Causal self-attention (True for a language model).
+
+    Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        pre_ln: bool = True,
+        dropout: float = 0.0,
+        causal: bool = True,
+    ) -> None:
+        super().__init__()
+        self.pre_ln = pre_ln
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = MultiHeadSelfAttention(
+            d_model, n_heads, causal=causal, dropout=dropout
+        )
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ffn = MLP(d_model, dropout=dropout)
+
+    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        if self.pre_ln:
+            x = x + self.attn(self.ln1(x), pad_mask)  # (B, T, D)
+            x = x + self.ffn(self.ln2(x))  # (B, T, D)
+        else:
+            x = self.ln1(x + self.attn(x, pad_mask))  # (B, T, D)
+            x = self.ln2(x + self.ffn(x))  # (B, T, D)
+        return x
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    """Sizes of a GPT-2-style language model.
+
+    Attributes:
+        vocab_size: Number of token ids (GPT-2's BPE: 50257).
+        context_length: Longest sequence; the number of learned positions.
+        d_model: Width of every hidden vector.
+        n_layers: Number of Transformer blocks.
+        n_heads: Attention heads per block (must divide ``d_model``).
+        dropout: Dropout probability (0 for inference and small experiments).
+    """
+
+    vocab_size: int = 50257
+    context_length: int = 1024
+    d_model: int = 768
+    n_layers: int = 12
+    n_heads: int = 12
+    dropout: float = 0.0
+
+
+GPT2_SMALL = GPT2Config(
+    vocab_size=50257, context_length=1024, d_model=768, n_layers=12, n_heads=12
+)
+"""The smallest GPT-2 (124M parameters with the output layer tied)."""
+
+
+def block_param_count(d_model: int) -> int:
+    """``12 d² + 13 d``: parameters of one :class:`TransformerBlock`.
+
+    ``qkv`` 3d² + 3d, ``proj`` d² + d, MLP (4d² + 4d) + (4d² + d),
+    two LayerNorms 4d.
+    """
+    _check_positive("d_model", d_model)
+    return 12 * d_model**2 + 13 * d_model
+
+
+def gpt2_param_breakdown(config: GPT2Config) -> dict[str, int]:
+    """Parameters of :class:`TransformerLM` by part (the tied output adds none)."""
+    V, C = config.vocab_size, config.context_length
+    D, L = config.d_model, config.n_layers
+    return {
+        "token embedding": V * D,
+        "position embedding": C * D,
+        "blocks": L * block_param_count(D),
+        "final LayerNorm": 2 * D,
+    }
+
+
+def gpt2_param_count(config: GPT2Config) -> int:
+    """``V·D + context·D + L·(12 D² + 13 D) + 2 D``: all parameters of the model."""
+    return sum(gpt2_param_breakdown(config).values())
+
+
+class TransformerLM(nn.Module):
+    """A GPT-2-style language model.
+
+    Token + learned position embeddings, ``n_layers`` Pre-LN blocks, a final
+    LayerNorm and an output layer whose weight *is* the token embedding (tied),
+    so it adds no parameters. Weights start as in GPT-2: normal with std 0.02,
+    the residual output projections scaled by ``1/sqrt(2 n_layers)``.
+
+    Args:
+        vocab_size: Number of token ids ``V``.
+        d_model: Width ``D``.
+        n_heads: Heads per block.
+        n_layers: Number of blocks ``L``.
+        max_len: Longest sequence (number of learned positions).
+        dropout: Dropout on the embeddings and inside the blocks.
+
+    Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        max_len: int,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        for name, value in [("vocab_size", vocab_size), ("n_layers", n_layers),
+                            ("max_len", max_len)]:
+            _check_positive(name, value)
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, dropout=dropout) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.tok_emb.weight  # tied: one (V, D) matrix
+        self._init_weights(n_layers)
+
+    @classmethod
+    def from_config(cls, config: GPT2Config) -> TransformerLM:
+        """Build the model of ``config`` (e.g. :data:`GPT2_SMALL`)."""
+        return cls(
+            config.vocab_size, config.d_model, config.n_heads, config.n_layers,
+            config.context_length, config.dropout,
+        )
+
+    @torch.no_grad()
+    def _init_weights(self, n_layers: int) -> None:
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                p.zero_()
+            elif ".ln" in name or name.startswith("ln_f"):
+                p.fill_(1.0)
+            else:
+                residual_out = name.endswith("proj.weight")
+                std = 0.02 / math.sqrt(2 * n_layers) if residual_out else 0.02
+                p.normal_(0.0, std)
+
+    def forward(self, idx: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """Token ids ``(B, T)`` -> logits ``(B, T, V)``."""
+        if not isinstance(idx, Tensor) or idx.ndim != 2:
+            got = tuple(idx.shape) if isinstance(idx, Tensor) else type(idx).__name__
+            raise ValueError(
+                f"idx must be token ids of shape (batch, seq_len), got {got}"
+            )
+        if idx.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise ValueError(f"idx must hold integer token ids, got dtype {idx.dtype}")
+        B, T = idx.shape
+        if T > self.max_len:
+            raise ValueError(f"seq_len ({T}) is longer than max_len ({self.max_len})")
+        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
+            raise ValueError(
+                f"token ids must be in [0, vocab_size={self.vocab_size}), got min "
+                f"{int(idx.min())} and max {int(idx.max())}"
+            )
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, D)
+        for block in self.blocks:
+            x = block(x, pad_mask)  # (B, T, D)
+        return self.lm_head(self.ln_f(x))  # (B, T, V)

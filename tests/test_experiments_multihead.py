@@ -1,0 +1,138 @@
+"""Tests for llmlab.experiments.multihead on reduced settings."""
+
+import math
+import pickle
+
+import pytest
+import torch
+
+from llmlab.experiments.multihead import (
+    ResidualAblationResult,
+    WhyMultiheadResult,
+    collapse_score,
+    evaluate_copy_model,
+    run_residual_ablation,
+    run_why_multihead,
+    train_copy_model,
+)
+
+torch.set_num_threads(1)
+
+SMALL_HEADS = dict(heads=(1, 3), seeds=(0, 1), steps=30, n_eval=100)
+SMALL_DEEP = dict(n_layers=3, d_model=16, steps=12, window=4, n_eval=100)
+
+
+@pytest.fixture(scope="module")
+def heads_result():
+    return run_why_multihead.uncached(**SMALL_HEADS)
+
+
+@pytest.fixture(scope="module")
+def deep_result():
+    return run_residual_ablation.uncached(**SMALL_DEEP)
+
+
+def test_why_multihead_structure(heads_result):
+    r = heads_result
+    assert isinstance(r, WhyMultiheadResult)
+    assert r.heads == [1, 3] and r.seeds == [0, 1] and r.offsets == [1, 2, 4]
+    assert len(r.accuracy) == 2 and all(len(runs) == 2 for runs in r.accuracy)
+    assert all(len(accs) == 3 for runs in r.accuracy for accs in runs)
+    assert all(0.0 <= a <= 1.0 for runs in r.accuracy for accs in runs for a in accs)
+    assert r.chance == pytest.approx(0.1)
+    for n_heads in r.heads:
+        assert r.worst_target(n_heads) <= min(r.target_accuracy(n_heads)) + 1e-12
+    # one row per head, one column per offset 0..max(offsets)+3; rows are averages
+    # of attention distributions, so each sums to at most 1
+    assert [len(p) for p in r.offset_attention] == [1, 3]
+    assert all(len(row) == 8 and sum(row) <= 1 + 1e-5 for p in r.offset_attention
+               for row in p)
+    assert [len(r.head_offsets(h)) for h in r.heads] == [1, 3]
+    pickle.loads(pickle.dumps(r))
+
+
+def test_parameter_count_does_not_depend_on_heads(heads_result):
+    assert len(set(heads_result.n_params)) == 1
+
+
+def test_why_multihead_renders(heads_result):
+    table = heads_result.to_markdown()
+    assert table.count("\n") == 2 + len(heads_result.heads)
+    assert "worst target" in table and "x[t−4]" in table
+    svg = heads_result.to_svg()
+    assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
+
+
+def test_why_multihead_is_deterministic(heads_result):
+    again = run_why_multihead.uncached(**SMALL_HEADS)
+    assert again.accuracy == heads_result.accuracy
+    assert again.offset_attention == heads_result.offset_attention
+
+
+def test_why_multihead_errors(heads_result):
+    with pytest.raises(ValueError, match=r"d_model \(24\).*n_heads \(5\)"):
+        run_why_multihead.uncached(heads=(5,), steps=1)
+    with pytest.raises(ValueError, match="offsets"):
+        run_why_multihead.uncached(offsets=(1, 12), steps=1)
+    with pytest.raises(ValueError, match="n_heads must be one of"):
+        heads_result.worst_target(2)
+
+
+def test_copy_model_learns_one_offset_quickly():
+    torch.manual_seed(0)
+    model = train_copy_model(1, offsets=(1,), steps=150)
+    accs, attn = evaluate_copy_model(model, offsets=(1,), n_eval=200)
+    assert accs[0] > 0.5  # chance is 0.1
+    assert attn.shape == (200, 1, 12, 12)
+
+
+def test_residual_ablation_structure(deep_result):
+    r = deep_result
+    assert isinstance(r, ResidualAblationResult)
+    assert r.kinds == ["pre_ln", "post_ln", "no_residual"]
+    assert list(r.losses) == list(r.collapse) == list(r.accuracy) == r.kinds
+    assert [len(c) for c in r.losses.values()] == [12, 12, 12]
+    assert all(-1.0 <= c <= 1.0 for c in r.collapse.values())
+    assert all(0.0 <= a <= 1.0 for a in r.accuracy.values())
+    assert r.chance_loss == pytest.approx(math.log(10))
+    first = r.first_loss("pre_ln")
+    assert first == pytest.approx(sum(r.losses["pre_ln"][:4]) / 4)
+    last = sum(r.losses["no_residual"][-4:]) / 4
+    assert r.last_loss("no_residual") == pytest.approx(last)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        r.first_loss("resnet")
+    table = r.to_markdown()
+    assert "Pre-LN, no residual" in table and table.count("\n") == 5
+    assert "</svg>" in r.to_svg()
+    pickle.loads(pickle.dumps(r))
+
+
+def test_residual_ablation_is_deterministic(deep_result):
+    again = run_residual_ablation.uncached(**SMALL_DEEP)
+    assert again.losses == deep_result.losses and again.collapse == deep_result.collapse
+
+
+def test_residual_ablation_errors():
+    with pytest.raises(ValueError, match="kinds"):
+        run_residual_ablation.uncached(kinds=("resnet",), steps=1, window=1)
+    with pytest.raises(ValueError, match="offset"):
+        run_residual_ablation.uncached(offset=12, steps=1, window=1)
+    with pytest.raises(ValueError, match="window"):
+        run_residual_ablation.uncached(steps=3, window=4)
+
+
+def test_collapse_score():
+    same = torch.ones(2, 5, 8)
+    assert collapse_score(same) == pytest.approx(1.0)
+    eye = torch.eye(4).expand(3, 4, 4)  # orthogonal positions
+    assert collapse_score(eye) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="hidden must have shape"):
+        collapse_score(torch.ones(5, 8))
+
+
+def test_no_residual_collapses_at_init_even_when_small():
+    r = run_residual_ablation.uncached(
+        n_layers=8, d_model=32, steps=1, window=1, n_eval=10
+    )
+    no_res = r.collapse["no_residual"]
+    assert no_res > 0.95 and no_res > max(r.collapse["pre_ln"], r.collapse["post_ln"])
