@@ -1,0 +1,621 @@
+"""Experiments for the Llama-style building blocks lecture.
+
+Each ``run_*`` is seeded, CPU-only and returns a dataclass that renders itself.
+:func:`run_flops_vs_runtime` times kernels, so it is *not* cached: a cached timing
+would be shown next to the description of a different machine.
+
+Taught on: "The building blocks of a modern (Llama-style) Transformer".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+
+from llmlab.cache import cached
+from llmlab.feed_forward import ReLUFFN, SwiGLU, gelu, relu, silu, swiglu_hidden_dim
+from llmlab.functional import softmax
+from llmlab.layers import Embedding, Linear, trunc_normal_std
+from llmlab.models.llama import (
+    CS336_TINYSTORIES,
+    LLAMA2_7B,
+    LLAMA_TOY,
+    LlamaConfig,
+    MultiHeadSelfAttention,
+    TransformerLM,
+)
+from llmlab.norm import LayerNorm, RMSNorm, rms_norm
+from llmlab.params import count_parameters
+from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
+from llmlab.report import (
+    fmt_float,
+    fmt_int,
+    fmt_pct,
+    fmt_shape,
+    heatmap_svg,
+    line_plot_svg,
+    markdown_table,
+)
+
+__all__ = [
+    "ActivationResult",
+    "AttentionCheckResult",
+    "FFNParityResult",
+    "FlopsRuntimeResult",
+    "InitStatisticsResult",
+    "LowPrecisionNormResult",
+    "NormComparisonResult",
+    "ParameterCheckResult",
+    "RopeCheckResult",
+    "run_activation_values",
+    "run_attention_check",
+    "run_ffn_parity",
+    "run_flops_vs_runtime",
+    "run_init_statistics",
+    "run_low_precision_norm",
+    "run_norm_comparison",
+    "run_parameter_check",
+    "run_rope_check",
+]
+
+
+# --- 1. initialisation -------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class InitStatisticsResult:
+    """Measured weight statistics vs the truncated-normal targets (one row a layer)."""
+
+    names: list[str]
+    shapes: list[tuple[int, ...]]
+    target_std: list[float]
+    predicted_std: list[float]
+    measured_std: list[float]
+    max_abs: list[float]
+    cut: list[float]
+
+    def to_markdown(self) -> str:
+        rows = [
+            (n, fmt_shape(s), fmt_float(t, 4), fmt_float(p, 4), fmt_float(m, 4),
+             fmt_float(a, 4), fmt_float(c, 4))
+            for n, s, t, p, m, a, c in zip(
+                self.names, self.shapes, self.target_std, self.predicted_std,
+                self.measured_std, self.max_abs, self.cut,
+            )
+        ]
+        return markdown_table(
+            ["layer", "weight", "σ target", "σ truncated (theory)", "σ measured",
+             "max abs(w)", "3σ cut"],
+            rows,
+        )
+
+
+@cached
+def run_init_statistics(
+    linear_shapes: tuple[tuple[int, int], ...] = ((512, 256), (768, 3072)),
+    embedding_shape: tuple[int, int] = (1000, 64),
+    seed: int = 0,
+) -> InitStatisticsResult:
+    """Initialise layers and measure their weights' std and largest magnitude."""
+    torch.manual_seed(seed)
+    res = InitStatisticsResult([], [], [], [], [], [], [])
+    layers: list[tuple[str, torch.nn.Module, float]] = []
+    for d_in, d_out in linear_shapes:
+        std = math.sqrt(2.0 / (d_in + d_out))
+        layers.append((f"Linear({d_in}, {d_out})", Linear(d_in, d_out), std))
+    n, d = embedding_shape
+    layers.append((f"Embedding({n}, {d})", Embedding(n, d), 1.0))
+    for name, layer, std in layers:
+        w = layer.weight.detach()
+        res.names.append(name)
+        res.shapes.append(tuple(w.shape))
+        res.target_std.append(std)
+        res.predicted_std.append(trunc_normal_std(std))
+        res.measured_std.append(float(w.std()))
+        res.max_abs.append(float(w.abs().max()))
+        res.cut.append(3 * std)
+    return res
+
+
+# --- 2. norms ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class NormComparisonResult:
+    """Row statistics of a shifted input and of its LayerNorm / RMSNorm outputs."""
+
+    labels: list[str]
+    mean: list[float]
+    std: list[float]
+    rms: list[float]
+    parameters: list[int | None]
+    max_diff_layernorm: float
+    max_diff_rmsnorm: float
+
+    def to_markdown(self) -> str:
+        rows = [
+            (lab, fmt_float(m), fmt_float(s), fmt_float(r),
+             "" if p is None else fmt_int(p))
+            for lab, m, s, r, p in zip(
+                self.labels, self.mean, self.std, self.rms, self.parameters
+            )
+        ]
+        return markdown_table(
+            ["tensor", "row mean", "row std", "row RMS", "parameters"], rows
+        )
+
+
+def _row_stats(x: torch.Tensor) -> tuple[float, float, float]:
+    x = x.double()
+    return (
+        float(x.mean(-1).mean()),
+        float(x.std(-1, unbiased=False).mean()),
+        float(x.pow(2).mean(-1).sqrt().mean()),
+    )
+
+
+@cached
+def run_norm_comparison(
+    d_model: int = 512, n_rows: int = 64, shift: float = 5.0, scale: float = 3.0,
+    seed: int = 0,
+) -> NormComparisonResult:
+    """Normalise ``scale · N(0, 1) + shift`` with both norms and with PyTorch's."""
+    torch.manual_seed(seed)
+    x = torch.randn(n_rows, d_model) * scale + shift  # (rows, d_model)
+    ln, rms = LayerNorm(d_model), RMSNorm(d_model)
+    # give the gains (and LayerNorm's shift) non-trivial values, shared with the refs
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+        rms.weight.copy_(ln.weight)
+    ref_ln = torch.nn.LayerNorm(d_model, eps=1e-5)
+    ref_ln.load_state_dict(ln.state_dict())
+    ref_rms = torch.nn.RMSNorm(d_model, eps=1e-5)
+    ref_rms.load_state_dict(rms.state_dict())
+    with torch.no_grad():
+        diff_ln = float((ln(x) - ref_ln(x)).abs().max())
+        diff_rms = float((rms(x) - ref_rms(x)).abs().max())
+        # statistics with unit gains, so they show what the normalisation itself does
+        outs = [x, LayerNorm(d_model)(x), RMSNorm(d_model)(x)]
+    stats = [_row_stats(t) for t in outs]
+    return NormComparisonResult(
+        labels=["input x", "LayerNorm(x)", "RMSNorm(x)"],
+        mean=[s[0] for s in stats],
+        std=[s[1] for s in stats],
+        rms=[s[2] for s in stats],
+        parameters=[None, count_parameters(ln), count_parameters(rms)],
+        max_diff_layernorm=diff_ln,
+        max_diff_rmsnorm=diff_rms,
+    )
+
+
+@dataclasses.dataclass
+class LowPrecisionNormResult:
+    """RMSNorm of large activations computed in low precision vs upcast to float32."""
+
+    dtypes: list[str]
+    methods: list[str]
+    n_inf: list[int]
+    n_nan: list[int]
+    n_zero: list[int]
+    n_total: int
+    max_abs_error: list[float]
+    scale: float
+
+    def to_markdown(self) -> str:
+        rows = [
+            (d, m, fmt_int(i), fmt_int(n), fmt_int(z), fmt_int(self.n_total),
+             "—" if math.isnan(e) else fmt_float(e, 4))
+            for d, m, i, n, z, e in zip(
+                self.dtypes, self.methods, self.n_inf, self.n_nan, self.n_zero,
+                self.max_abs_error,
+            )
+        ]
+        return markdown_table(
+            ["input dtype", "computed in", "inf", "nan", "zeros", "outputs",
+             "max abs error"],
+            rows,
+        )
+
+    def row(self, dtype: str, method: str) -> int:
+        """Index of the row for ``dtype`` (``"float16"``) and ``method``."""
+        for i, (d, m) in enumerate(zip(self.dtypes, self.methods)):
+            if d == dtype and m == method:
+                return i
+        raise ValueError(f"no row for dtype={dtype!r}, method={method!r}")
+
+
+@cached
+def run_low_precision_norm(
+    d_model: int = 1024, n_rows: int = 4, scale: float = 300.0, seed: int = 0
+) -> LowPrecisionNormResult:
+    """RMSNorm of ``scale · N(0, 1)`` in fp16 and bf16, naive vs upcast to float32.
+
+    The error is measured against a float64 computation, over finite outputs only
+    (``nan`` if none is finite).
+    """
+    torch.manual_seed(seed)
+    x = torch.randn(n_rows, d_model) * scale
+    res = LowPrecisionNormResult([], [], [], [], [], x.numel(), [], scale)
+    for dtype in (torch.float16, torch.bfloat16):
+        x_low = x.to(dtype)
+        exact = rms_norm(x_low.double(), upcast=False)  # reference on the same inputs
+        for method, upcast in (("input dtype", False), ("float32", True)):
+            y = rms_norm(x_low, upcast=upcast)
+            finite = torch.isfinite(y)
+            err = (y.double() - exact).abs()[finite]
+            res.dtypes.append(str(dtype).removeprefix("torch."))
+            res.methods.append(method)
+            res.n_inf.append(int(y.isinf().sum()))
+            res.n_nan.append(int(y.isnan().sum()))
+            res.n_zero.append(int((y == 0).sum()))
+            res.max_abs_error.append(float(err.max()) if err.numel() else float("nan"))
+    return res
+
+
+# --- 3. FLOPs vs runtime -----------------------------------------------------------
+
+
+@dataclasses.dataclass
+class FlopsRuntimeResult:
+    """FLOPs, bytes moved and measured time of a few ops at one size."""
+
+    ops: list[str]
+    shapes: list[str]
+    flops: list[float]
+    bytes_moved: list[float]
+    seconds: list[float]
+    ridge: float  # FLOP per byte where the measured matmul rate meets copy bandwidth
+
+    @property
+    def flop_share(self) -> list[float]:
+        return [f / sum(self.flops) for f in self.flops]
+
+    @property
+    def time_share(self) -> list[float]:
+        return [t / sum(self.seconds) for t in self.seconds]
+
+    @property
+    def intensity(self) -> list[float]:
+        return [f / b for f, b in zip(self.flops, self.bytes_moved)]
+
+    def memory_bound(self) -> list[bool]:
+        """True where the arithmetic intensity is below the machine's ridge point."""
+        return [i < self.ridge for i in self.intensity]
+
+    def index(self, op: str) -> int:
+        return self.ops.index(op)
+
+    def to_markdown(self) -> str:
+        rows = [
+            (op, shape, f"{f:.2e}", fmt_pct(fs, 2), fmt_pct(ts, 1),
+             fmt_float(ts / fs, 1), fmt_float(i, 2),
+             "memory" if mb else "compute", fmt_float(1e3 * t, 3))
+            for op, shape, f, fs, ts, i, mb, t in zip(
+                self.ops, self.shapes, self.flops, self.flop_share, self.time_share,
+                self.intensity, self.memory_bound(), self.seconds,
+            )
+        ]
+        return markdown_table(
+            ["op", "tensor", "FLOPs", "FLOP share", "time share", "time ÷ FLOP share",
+             "FLOP/byte", "bound by", "ms"],
+            rows,
+        )
+
+
+def _median_seconds(fn, arg, min_run_time: float) -> float:
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(
+        stmt="fn(arg)", globals={"fn": fn, "arg": arg}, num_threads=1
+    )
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def run_flops_vs_runtime(
+    n_tokens: int = 512, d_model: int = 768, d_head: int = 64,
+    min_run_time: float = 0.2, seed: int = 0,
+) -> FlopsRuntimeResult:
+    """Time a ``d → 4d`` matmul, RMSNorm, LayerNorm, softmax and GELU on one thread.
+
+    FLOPs per element: RMSNorm 4 (square, sum, scale, gain), LayerNorm 7, softmax 5
+    (max, subtract, exp, sum, divide), GELU 8 (a nominal count for ``erf``). Bytes are
+    the minimum a fused kernel moves: read the input (and weights), write the output,
+    float32. The ridge point is the measured matmul FLOP/s over the measured
+    bandwidth of a large copy. Not cached (machine-dependent).
+    """
+    torch.manual_seed(seed)
+    n_heads = d_model // d_head
+    x = torch.randn(n_tokens, d_model)  # (N, d)
+    w = torch.randn(d_model, 4 * d_model) / math.sqrt(d_model)  # (d, 4d)
+    hidden = torch.randn(n_tokens, 4 * d_model)  # (N, 4d), the FFN's hidden layer
+    scores = torch.randn(n_heads, n_tokens, n_tokens)  # (h, N, N) attention scores
+    rms, ln = RMSNorm(d_model), LayerNorm(d_model)
+    n, d, f4 = n_tokens * d_model, d_model, 4  # elements of x, width, bytes per float
+    specs = [
+        ("matmul d→4d", fmt_shape((n_tokens, d_model)) + " @ " + fmt_shape(w.shape),
+         lambda t: t @ w, x, 2 * n_tokens * d * 4 * d,
+         f4 * (n + d * 4 * d + 4 * n)),
+        ("RMSNorm", fmt_shape(x.shape), rms, x, 4 * n, f4 * (2 * n + d)),
+        ("LayerNorm", fmt_shape(x.shape), ln, x, 7 * n, f4 * (2 * n + 2 * d)),
+        ("softmax", fmt_shape(scores.shape), softmax, scores, 5 * scores.numel(),
+         f4 * 2 * scores.numel()),
+        ("GELU", fmt_shape(hidden.shape), F.gelu, hidden, 8 * hidden.numel(),
+         f4 * 2 * hidden.numel()),
+    ]
+    res = FlopsRuntimeResult([], [], [], [], [], 0.0)
+    with torch.no_grad():
+        for name, shape, fn, arg, flops, nbytes in specs:
+            res.ops.append(name)
+            res.shapes.append(shape)
+            res.flops.append(float(flops))
+            res.bytes_moved.append(float(nbytes))
+            res.seconds.append(_median_seconds(fn, arg, min_run_time))
+        big = torch.randn(8 * 1024 * 1024)  # 32 MiB: larger than the caches
+        copy_s = _median_seconds(torch.clone, big, min_run_time)
+    flops_per_s = res.flops[0] / res.seconds[0]
+    bytes_per_s = 2 * big.numel() * f4 / copy_s  # read + write
+    res.ridge = flops_per_s / bytes_per_s
+    return res
+
+
+# --- 4. feed-forward ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ActivationResult:
+    """ReLU, GELU and SiLU at a few points and on a grid (for the plot)."""
+
+    points: list[float]
+    values: dict[str, list[float]]
+    grid: list[float]
+    curves: dict[str, list[float]]
+
+    def to_markdown(self) -> str:
+        headers = ["x", *self.values]
+        rows = [
+            (fmt_float(p, 2), *(fmt_float(v[i], 3) for v in self.values.values()))
+            for i, p in enumerate(self.points)
+        ]
+        return markdown_table(headers, rows)
+
+    def to_svg(self) -> str:
+        series = {k: (self.grid, v) for k, v in self.curves.items()}
+        return line_plot_svg(series, xlabel="x", ylabel="activation(x)", height=3.2)
+
+
+@cached
+def run_activation_values(
+    points: tuple[float, ...] = (-3.0, -1.0, -0.25, 0.0, 0.25, 1.0, 3.0),
+    lo: float = -4.0, hi: float = 3.0, n_grid: int = 141,
+) -> ActivationResult:
+    """Our ``relu``, ``gelu``, ``silu`` at ``points`` and on ``[lo, hi]``."""
+    fns = {"ReLU": relu, "GELU": gelu, "SiLU": silu}
+    xs = torch.tensor(points, dtype=torch.float64)
+    grid = torch.linspace(lo, hi, n_grid, dtype=torch.float64)
+    return ActivationResult(
+        points=list(points),
+        values={k: fn(xs).tolist() for k, fn in fns.items()},
+        grid=grid.tolist(),
+        curves={k: fn(grid).tolist() for k, fn in fns.items()},
+    )
+
+
+@dataclasses.dataclass
+class FFNParityResult:
+    """ReLU FFN (``d_ff = 4d``) vs SwiGLU (the 8/3 rule), parameters counted in code."""
+
+    d_models: list[int]
+    relu_d_ff: list[int]
+    relu_params: list[int]
+    swiglu_d_ff: list[int]
+    swiglu_params: list[int]
+
+    def to_markdown(self) -> str:
+        rows = [
+            (d, fmt_int(rf), fmt_int(rp), fmt_int(sf), fmt_float(sf / d, 3),
+             fmt_int(sp), f"{sp / rp - 1:+.2%}")
+            for d, rf, rp, sf, sp in zip(
+                self.d_models, self.relu_d_ff, self.relu_params, self.swiglu_d_ff,
+                self.swiglu_params,
+            )
+        ]
+        return markdown_table(
+            ["d_model", "ReLU d_ff", "ReLU FFN params", "SwiGLU d_ff", "d_ff / d_model",
+             "SwiGLU params", "difference"],
+            rows,
+        )
+
+
+@cached
+def run_ffn_parity(
+    d_models: tuple[int, ...] = (512, 768, 1024, 4096),
+) -> FFNParityResult:
+    """Build both FFNs on the meta device (no memory) and count their parameters."""
+    res = FFNParityResult([], [], [], [], [])
+    for d in d_models:
+        relu_ffn = ReLUFFN(d, device="meta")
+        swiglu = SwiGLU(d, device="meta")
+        res.d_models.append(d)
+        res.relu_d_ff.append(relu_ffn.w1.out_features)
+        res.relu_params.append(count_parameters(relu_ffn))
+        res.swiglu_d_ff.append(swiglu.w1.out_features)
+        res.swiglu_params.append(count_parameters(swiglu))
+    return res
+
+
+# --- 5. RoPE -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RopeCheckResult:
+    """Scores ``⟨RoPE(q, m), RoPE(k, n)⟩`` for one fixed pair of vectors ``q, k``."""
+
+    scores: list[list[float]]  # (seq_len, seq_len), row m (query), column n (key)
+    max_diagonal_spread: float  # max over offsets of (max − min) along a diagonal
+    score_range: float  # max − min over the whole matrix
+    max_diff_complex: float  # rotation-of-pairs vs complex formulation
+    frequencies: list[float]  # θ_k, k = 0..d_k/2-1
+    theta: float
+    d_k: int
+
+    def to_svg(self) -> str:
+        n = len(self.scores)
+        return heatmap_svg(
+            self.scores, [str(i) for i in range(n)], [str(i) for i in range(n)],
+            xlabel="key position n", ylabel="query position m", annotate=False,
+            cmap="RdBu_r", title="q·k after RoPE",
+        )
+
+    def frequency_svg(self) -> str:
+        k = list(range(len(self.frequencies)))
+        wavelength = [2 * math.pi / f for f in self.frequencies]
+        return line_plot_svg(
+            {"θ_k (radians per position)": (k, self.frequencies),
+             "wavelength 2π/θ_k (positions)": (k, wavelength)},
+            xlabel=f"pair index k (d_k = {self.d_k}, Θ = {self.theta:g})", logy=True,
+            height=3.2,
+        )
+
+
+@cached
+def run_rope_check(
+    d_k: int = 64, theta: float = 10_000.0, seq_len: int = 16, seed: int = 0
+) -> RopeCheckResult:
+    """Put one ``q`` at every position ``m``, one ``k`` at every ``n``; score them."""
+    torch.manual_seed(seed)
+    rope = RotaryPositionalEmbedding(theta, d_k, seq_len)
+    q, k = torch.randn(2, d_k, dtype=torch.float64)
+    positions = torch.arange(seq_len)
+    qs = rope(q.expand(seq_len, d_k).float(), positions).double()  # (T, d_k)
+    ks = rope(k.expand(seq_len, d_k).float(), positions).double()  # (T, d_k)
+    scores = qs @ ks.T  # (T, T)
+    spread = max(
+        float(scores.diagonal(off).max() - scores.diagonal(off).min())
+        for off in range(-seq_len + 1, seq_len)
+    )
+    x = torch.randn(3, seq_len, d_k)
+    diff = float((rope(x, positions) - rope_complex(x, positions, theta)).abs().max())
+    return RopeCheckResult(
+        scores=scores.tolist(),
+        max_diagonal_spread=spread,
+        score_range=float(scores.max() - scores.min()),
+        max_diff_complex=diff,
+        frequencies=rope_frequencies(theta, d_k).tolist(),
+        theta=theta,
+        d_k=d_k,
+    )
+
+
+# --- 6. attention ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class AttentionCheckResult:
+    """Our causal multi-head attention vs ``F.scaled_dot_product_attention``."""
+
+    labels: list[str]
+    max_abs_diff: list[float]
+    past_unchanged: bool  # editing the last token leaves earlier outputs unchanged
+
+    def to_markdown(self) -> str:
+        rows = [(lab, f"{d:.1e}") for lab, d in zip(self.labels, self.max_abs_diff)]
+        return markdown_table(["comparison", "max abs difference"], rows)
+
+
+def _reference_attention(
+    attn: MultiHeadSelfAttention, x: torch.Tensor, positions: torch.Tensor | None
+) -> torch.Tensor:
+    b, t, _ = x.shape
+    h = attn.num_heads
+
+    def heads(y: torch.Tensor) -> torch.Tensor:
+        return y.view(b, t, h, -1).transpose(1, 2)  # (B, h, T, d_head)
+
+    q = heads(x @ attn.q_proj.weight.T)
+    k = heads(x @ attn.k_proj.weight.T)
+    v = heads(x @ attn.v_proj.weight.T)
+    if positions is not None:  # the complex formulation, independent of the module
+        q = rope_complex(q, positions, attn.rope.theta)
+        k = rope_complex(k, positions, attn.rope.theta)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return out.transpose(1, 2).reshape(b, t, -1) @ attn.output_proj.weight.T
+
+
+@cached
+def run_attention_check(
+    d_model: int = 64, num_heads: int = 4, seq_len: int = 10, batch: int = 2,
+    theta: float = 10_000.0, seed: int = 0,
+) -> AttentionCheckResult:
+    """Compare with PyTorch's fused attention, with and without RoPE."""
+    torch.manual_seed(seed)
+    x = torch.randn(batch, seq_len, d_model)
+    positions = torch.arange(seq_len)
+    plain = MultiHeadSelfAttention(d_model, num_heads)
+    roped = MultiHeadSelfAttention(d_model, num_heads, theta=theta, max_seq_len=seq_len)
+    with torch.no_grad():
+        diffs = [
+            float((plain(x) - _reference_attention(plain, x, None)).abs().max()),
+            float(
+                (roped(x, positions) - _reference_attention(roped, x, positions))
+                .abs().max()
+            ),
+        ]
+        edited = x.clone()
+        edited[:, -1] = torch.randn(batch, d_model)
+        past = torch.allclose(roped(x)[:, :-1], roped(edited)[:, :-1])
+    return AttentionCheckResult(
+        labels=["no RoPE vs SDPA(is_causal=True)",
+                "RoPE vs complex RoPE + SDPA(is_causal=True)"],
+        max_abs_diff=diffs,
+        past_unchanged=past,
+    )
+
+
+# --- 7. whole model ----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ParameterCheckResult:
+    """Parameters by formula vs by counting the built model (on the meta device)."""
+
+    names: list[str]
+    configs: list[LlamaConfig]
+    formula: list[int]
+    code: list[int]
+
+    def to_markdown(self) -> str:
+        rows = [
+            (n, c.d_model, c.num_layers, c.num_heads, c.d_ff, fmt_int(c.vocab_size),
+             fmt_int(f), fmt_int(k), "yes" if f == k else "NO")
+            for n, c, f, k in zip(self.names, self.configs, self.formula, self.code)
+        ]
+        return markdown_table(
+            ["config", "d_model", "layers", "heads", "d_ff", "vocab", "formula",
+             "counted in code", "equal"],
+            rows,
+        )
+
+
+@cached
+def run_parameter_check(
+    names: tuple[str, ...] = ("LLAMA_TOY", "CS336_TINYSTORIES", "LLAMA2_7B"),
+) -> ParameterCheckResult:
+    """Count the named presets both ways."""
+    presets = {
+        "LLAMA_TOY": LLAMA_TOY, "CS336_TINYSTORIES": CS336_TINYSTORIES,
+        "LLAMA2_7B": LLAMA2_7B,
+    }
+    res = ParameterCheckResult([], [], [], [])
+    for name in names:
+        if name not in presets:
+            raise ValueError(f"names must be among {sorted(presets)}, got {name!r}")
+        cfg = presets[name]
+        res.names.append(name)
+        res.configs.append(cfg)
+        res.formula.append(cfg.parameter_count())
+        res.code.append(count_parameters(TransformerLM.from_config(cfg, device="meta")))
+    return res

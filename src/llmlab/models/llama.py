@@ -1,0 +1,283 @@
+"""A Llama-style language model with the CS336 assignment 1 interface.
+
+Pre-norm blocks (RMSNorm), causal multi-head self-attention with RoPE, a SwiGLU
+feed-forward net, no biases anywhere, an untied output layer. State-dict keys are the
+handout's (``token_embeddings``, ``layers.{i}.attn.q_proj``, ``ln_final``, ``lm_head``,
+...), so weights trained against that interface load with ``load_state_dict``.
+
+Taught on: "The building blocks of a modern (Llama-style) Transformer".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from einops import rearrange
+from torch import Tensor, nn
+
+from llmlab.feed_forward import SwiGLU, swiglu_hidden_dim
+from llmlab.functional import causal_mask, scaled_dot_product_attention
+from llmlab.layers import Embedding, Linear
+from llmlab.norm import RMSNorm
+from llmlab.position import RotaryPositionalEmbedding
+
+__all__ = [
+    "CS336_TINYSTORIES",
+    "LLAMA2_7B",
+    "LLAMA_TOY",
+    "LlamaConfig",
+    "MultiHeadSelfAttention",
+    "TransformerBlock",
+    "TransformerLM",
+    "llama_parameter_count",
+]
+
+Device = torch.device | str | None
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal multi-head self-attention, optionally with RoPE on queries and keys.
+
+    Args:
+        d_model: Model width; split into heads of ``d_model // num_heads``.
+        num_heads: Number of heads; must divide ``d_model``.
+        theta: RoPE base Θ; ``None`` means no positional rotation.
+        max_seq_len: Positions RoPE covers (required with ``theta``).
+        device: Where to create the weights.
+        dtype: Their dtype.
+
+    Taught on: "The building blocks of a modern (Llama-style) Transformer".
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        theta: float | None = None,
+        max_seq_len: int | None = None,
+        device: Device = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        if num_heads < 1 or d_model % num_heads:
+            raise ValueError(
+                f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
+            )
+        self.d_model, self.num_heads = d_model, num_heads
+        self.d_head = d_model // num_heads
+        self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        self.rope: RotaryPositionalEmbedding | None = None
+        if theta is not None:
+            if max_seq_len is None:
+                raise ValueError("max_seq_len is required when theta (RoPE) is given")
+            self.rope = RotaryPositionalEmbedding(
+                theta, self.d_head, max_seq_len, device=device
+            )
+
+    def forward(self, x: Tensor, token_positions: Tensor | None = None) -> Tensor:
+        """``(..., seq_len, d_model)`` -> same shape.
+
+        ``token_positions`` ``(..., seq_len)`` defaults to ``0..seq_len-1``; it only
+        matters with RoPE.
+        """
+        if x.ndim < 2:
+            raise ValueError(f"x must be (..., seq_len, d_model), got {tuple(x.shape)}")
+        seq_len = x.shape[-2]
+        # project and split into heads
+        q = rearrange(self.q_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
+        k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
+        v = rearrange(self.v_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
+        # rotate queries and keys by their positions (values are not rotated)
+        if self.rope is not None:
+            if token_positions is None:
+                token_positions = torch.arange(seq_len, device=x.device)
+            positions = token_positions.unsqueeze(-2)  # (..., 1, T): same for each head
+            q = self.rope(q, positions)  # (..., h, T, d_head)
+            k = self.rope(k, positions)  # (..., h, T, d_head)
+        # causal attention per head, then merge heads and mix them
+        mask = causal_mask(seq_len, device=x.device)  # (T, T), True = may attend
+        out = scaled_dot_product_attention(q, k, v, mask)  # (..., h, T, d_head)
+        out = rearrange(out, "... h t d -> ... t (h d)")  # (..., T, d_model)
+        return self.output_proj(out)
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm block: ``x + attn(ln1(x))``, then ``+ ffn(ln2(x))``.
+
+    Args:
+        d_model: Model width.
+        num_heads: Attention heads.
+        d_ff: SwiGLU hidden size.
+        max_seq_len: Positions RoPE covers (``None``: no RoPE).
+        theta: RoPE base Θ (``None``: no RoPE).
+        eps: RMSNorm's ε.
+        device: Where to create the weights.
+        dtype: Their dtype.
+
+    Taught on: "The building blocks of a modern (Llama-style) Transformer".
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        max_seq_len: int | None = None,
+        theta: float | None = None,
+        eps: float = 1e-5,
+        device: Device = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.ln1 = RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
+        self.attn = MultiHeadSelfAttention(
+            d_model, num_heads, theta, max_seq_len, device=device, dtype=dtype
+        )
+        self.ln2 = RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
+        self.ffn = SwiGLU(d_model, d_ff, device=device, dtype=dtype)
+
+    def forward(self, x: Tensor, token_positions: Tensor | None = None) -> Tensor:
+        """``(..., seq_len, d_model)`` -> same shape."""
+        x = x + self.attn(self.ln1(x), token_positions)  # mix across positions
+        return x + self.ffn(self.ln2(x))  # transform each position
+
+
+class TransformerLM(nn.Module):
+    """Token ids -> next-token logits, Llama style.
+
+    Args:
+        vocab_size: Number of token ids.
+        context_length: Longest sequence (RoPE's ``max_seq_len``).
+        d_model: Model width.
+        num_layers: Number of blocks.
+        num_heads: Attention heads per block.
+        d_ff: SwiGLU hidden size.
+        rope_theta: RoPE base Θ.
+        device: Where to create the weights (``"meta"`` to count without memory).
+        dtype: Their dtype.
+
+    Taught on: "The building blocks of a modern (Llama-style) Transformer".
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        context_length: int,
+        d_model: int,
+        num_layers: int,
+        num_heads: int,
+        d_ff: int,
+        rope_theta: float = 10_000.0,
+        device: Device = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.vocab_size, self.context_length = vocab_size, context_length
+        self.token_embeddings = Embedding(
+            vocab_size, d_model, device=device, dtype=dtype
+        )
+        self.layers = nn.ModuleList(
+            TransformerBlock(
+                d_model, num_heads, d_ff, context_length, rope_theta,
+                device=device, dtype=dtype,
+            )
+            for _ in range(num_layers)
+        )
+        self.ln_final = RMSNorm(d_model, device=device, dtype=dtype)
+        self.lm_head = Linear(d_model, vocab_size, device=device, dtype=dtype)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: LlamaConfig,
+        device: Device = None,
+        dtype: torch.dtype | None = None,
+    ) -> TransformerLM:
+        """Build from a :class:`LlamaConfig`."""
+        return cls(**dataclasses.asdict(config), device=device, dtype=dtype)
+
+    def forward(self, in_indices: Tensor) -> Tensor:
+        """Integer ``(..., seq_len)`` -> logits ``(..., seq_len, vocab_size)``."""
+        seq_len = in_indices.shape[-1] if in_indices.ndim else 0
+        if in_indices.ndim == 0 or seq_len > self.context_length:
+            raise ValueError(
+                f"in_indices must be (..., seq_len) with seq_len <= context_length "
+                f"({self.context_length}), got shape {tuple(in_indices.shape)}"
+            )
+        x = self.token_embeddings(in_indices)  # (..., T, d_model)
+        positions = torch.arange(seq_len, device=in_indices.device)  # (T,)
+        for layer in self.layers:
+            x = layer(x, positions)  # (..., T, d_model)
+        return self.lm_head(self.ln_final(x))  # (..., T, vocab_size)
+
+
+def llama_parameter_count(
+    vocab_size: int, d_model: int, num_layers: int, d_ff: int, **_: object
+) -> int:
+    """Parameters of :class:`TransformerLM`, by formula.
+
+    ``V·d`` (embeddings) + ``L·(4d² + 3·d·d_ff + 2d)`` (attention, SwiGLU, two
+    RMSNorm gains) + ``d`` (final norm) + ``d·V`` (untied output layer). Extra
+    keyword arguments (``num_heads``, ``context_length``, ...) are ignored: RoPE has
+    no parameters and the head count does not change the count.
+    """
+    per_layer = 4 * d_model**2 + 3 * d_model * d_ff + 2 * d_model
+    embeddings = lm_head = vocab_size * d_model
+    return embeddings + num_layers * per_layer + d_model + lm_head
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaConfig:
+    """Hyperparameters of a :class:`TransformerLM`.
+
+    Attributes:
+        vocab_size: Number of token ids (size of the embedding table and the logits).
+        context_length: Longest sequence the model sees; RoPE's table covers it.
+        d_model: Width of the residual stream.
+        num_layers: Number of pre-norm blocks.
+        num_heads: Attention heads; each has ``d_model // num_heads`` dimensions.
+        d_ff: SwiGLU hidden size, about ``8/3 · d_model``.
+        rope_theta: RoPE base Θ; larger means slower-turning pairs.
+    """
+
+    vocab_size: int
+    context_length: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int
+    rope_theta: float = 10_000.0
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads "
+                f"({self.num_heads})"
+            )
+
+    def parameter_count(self) -> int:
+        """:func:`llama_parameter_count` for this configuration."""
+        return llama_parameter_count(**dataclasses.asdict(self))
+
+
+LLAMA_TOY = LlamaConfig(
+    vocab_size=512, context_length=64, d_model=64, num_layers=2, num_heads=4,
+    d_ff=swiglu_hidden_dim(64),
+)
+"""A model small enough to run anywhere in milliseconds."""
+
+CS336_TINYSTORIES = LlamaConfig(
+    vocab_size=10_000, context_length=256, d_model=512, num_layers=4, num_heads=16,
+    d_ff=1344,
+)
+"""The TinyStories configuration of CS336 assignment 1."""
+
+LLAMA2_7B = LlamaConfig(
+    vocab_size=32_000, context_length=4096, d_model=4096, num_layers=32, num_heads=32,
+    d_ff=11_008,
+)
+"""The shape of Llama 2 7B (build it on ``device="meta"`` to count it)."""

@@ -1,0 +1,152 @@
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from llmlab.models.llama import (
+    CS336_TINYSTORIES,
+    LLAMA2_7B,
+    LLAMA_TOY,
+    LlamaConfig,
+    MultiHeadSelfAttention,
+    TransformerBlock,
+    TransformerLM,
+    llama_parameter_count,
+)
+from llmlab.params import count_parameters
+from llmlab.position import rope_complex
+
+
+def _sdpa_reference(attn, x, positions=None):
+    b, t, _ = x.shape
+    heads = lambda y: y.view(b, t, attn.num_heads, -1).transpose(1, 2)
+    q, k, v = (heads(x @ p.weight.T) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+    if positions is not None:
+        q = rope_complex(q, positions, attn.rope.theta)
+        k = rope_complex(k, positions, attn.rope.theta)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return out.transpose(1, 2).reshape(b, t, -1) @ attn.output_proj.weight.T
+
+
+def test_attention_matches_sdpa_without_rope():
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(32, 4)
+    x = torch.randn(2, 7, 32)
+    torch.testing.assert_close(attn(x), _sdpa_reference(attn, x), atol=1e-5, rtol=1e-5)
+
+
+def test_attention_matches_sdpa_with_rope():
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(32, 4, theta=10_000.0, max_seq_len=16)
+    x = torch.randn(2, 9, 32)
+    pos = torch.arange(9)
+    expected = _sdpa_reference(attn, x, pos)
+    torch.testing.assert_close(attn(x, pos), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)  # default
+
+
+def test_attention_is_causal():
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(16, 2, theta=10_000.0, max_seq_len=8)
+    x = torch.randn(1, 6, 16)
+    y = x.clone()
+    y[:, 4:] = torch.randn(1, 2, 16)
+    torch.testing.assert_close(attn(x)[:, :4], attn(y)[:, :4])
+    assert not torch.allclose(attn(x)[:, 4:], attn(y)[:, 4:])
+
+
+def test_attention_state_dict_keys():
+    keys = list(MultiHeadSelfAttention(16, 2, theta=1e4, max_seq_len=8).state_dict())
+    names = ("q_proj", "k_proj", "v_proj", "output_proj")
+    assert keys == [f"{n}.weight" for n in names]
+
+
+def test_attention_errors():
+    message = r"d_model \(10\) must be divisible by num_heads \(4\)"
+    with pytest.raises(ValueError, match=message):
+        MultiHeadSelfAttention(10, 4)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        MultiHeadSelfAttention(16, 2, theta=1e4)
+    with pytest.raises(ValueError, match="d_k must be even"):
+        MultiHeadSelfAttention(12, 4, theta=1e4, max_seq_len=8)  # d_head = 3
+    attn = MultiHeadSelfAttention(16, 2, theta=1e4, max_seq_len=4)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        attn(torch.randn(1, 5, 16))
+    with pytest.raises(ValueError, match="in_features"):
+        attn(torch.randn(1, 3, 15))
+
+
+def test_block_is_pre_norm_residual():
+    torch.manual_seed(0)
+    block = TransformerBlock(16, 2, 48, max_seq_len=8, theta=1e4)
+    x = torch.randn(2, 5, 16)
+    h = x + block.attn(block.ln1(x))
+    torch.testing.assert_close(block(x), h + block.ffn(block.ln2(h)))
+    assert list(block.state_dict()) == [
+        "ln1.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
+        "attn.output_proj.weight", "ln2.weight", "ffn.w1.weight", "ffn.w2.weight",
+        "ffn.w3.weight",
+    ]
+
+
+def test_lm_forward_shapes_and_keys():
+    torch.manual_seed(0)
+    model = TransformerLM.from_config(LLAMA_TOY)
+    ids = torch.randint(0, LLAMA_TOY.vocab_size, (2, 10))
+    logits = model(ids)
+    assert logits.shape == (2, 10, LLAMA_TOY.vocab_size)
+    keys = list(model.state_dict())
+    assert keys[0] == "token_embeddings.weight"
+    assert keys[-2:] == ["ln_final.weight", "lm_head.weight"]
+    assert "layers.1.ffn.w3.weight" in keys
+    assert len(keys) == 1 + 9 * LLAMA_TOY.num_layers + 2
+
+
+def test_lm_state_dict_round_trip():
+    torch.manual_seed(0)
+    a = TransformerLM.from_config(LLAMA_TOY)
+    torch.manual_seed(1)
+    b = TransformerLM.from_config(LLAMA_TOY)
+    ids = torch.randint(0, LLAMA_TOY.vocab_size, (1, 8))
+    assert not torch.allclose(a(ids), b(ids))
+    b.load_state_dict(a.state_dict())
+    torch.testing.assert_close(a(ids), b(ids))
+
+
+def test_lm_is_causal():
+    torch.manual_seed(0)
+    model = TransformerLM.from_config(LLAMA_TOY)
+    ids = torch.randint(0, LLAMA_TOY.vocab_size, (1, 8))
+    other = ids.clone()
+    other[0, -1] = (ids[0, -1] + 1) % LLAMA_TOY.vocab_size
+    torch.testing.assert_close(model(ids)[:, :-1], model(other)[:, :-1])
+
+
+def test_lm_errors():
+    model = TransformerLM.from_config(LLAMA_TOY)
+    with pytest.raises(ValueError, match="context_length"):
+        model(torch.zeros(1, LLAMA_TOY.context_length + 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="num_embeddings"):
+        model(torch.tensor([[0, LLAMA_TOY.vocab_size]]))
+    with pytest.raises(ValueError, match="divisible"):
+        LlamaConfig(vocab_size=10, context_length=8, d_model=10, num_layers=1,
+                    num_heads=3, d_ff=32)
+
+
+@pytest.mark.parametrize("cfg", [LLAMA_TOY, CS336_TINYSTORIES, LLAMA2_7B])
+def test_parameter_formula_matches_code(cfg):
+    model = TransformerLM.from_config(cfg, device="meta")
+    assert count_parameters(model) == cfg.parameter_count()
+    assert llama_parameter_count(**dataclasses.asdict(cfg)) == cfg.parameter_count()
+
+
+def test_llama2_7b_count():
+    assert LLAMA2_7B.parameter_count() == 6_738_415_616
+
+
+def test_bf16_forward():
+    torch.manual_seed(0)
+    model = TransformerLM.from_config(LLAMA_TOY, dtype=torch.bfloat16)
+    logits = model(torch.randint(0, LLAMA_TOY.vocab_size, (1, 6)))
+    assert logits.dtype == torch.bfloat16 and torch.isfinite(logits).all()
