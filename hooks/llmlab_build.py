@@ -17,7 +17,12 @@ Each piece says which gap it covers. In short:
    we memoise its ``nb2html`` under a key that includes the ``llmlab`` source.
 5. Material's language selector looks for a sitemap in each language folder;
    static-i18n writes one at the root: we copy it.
-6. A build report (which block or experiment ran, for how long, from where) is
+6. Material's JavaScript fetches ``sitemap.xml`` next to every
+   ``<link rel="alternate">`` in the page head, expecting language roots there;
+   static-i18n points them at the page's translation, so every page would
+   request a missing ``<page>/sitemap.xml``. We point the head links at the
+   language roots and leave the visible language switcher per page.
+7. A build report (which block or experiment ran, for how long, from where) is
    written to ``build-report.json`` in the site folder.
 """
 
@@ -96,6 +101,10 @@ def _clear_exec_sessions() -> None:
 # --------------------------------------------------------------------------
 # 1. one run per block per build, shared by both languages
 # --------------------------------------------------------------------------
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _install_block_memo() -> None:
     from markdown_exec._internal.formatters import python as exec_python
 
@@ -112,13 +121,16 @@ def _install_block_memo() -> None:
                   "session": session or None}
         # Blocks in a session depend on what ran before them on the page, so
         # they always run (and the style guide asks pages not to use sessions).
+        record["id"] = id or None
         if not session and key in STATE.block_memo:
-            STATE.blocks.append({**record, "seconds": 0.0, "source": "memo"})
-            return STATE.block_memo[key]
+            output = STATE.block_memo[key]
+            STATE.blocks.append({**record, "seconds": 0.0, "source": "memo",
+                                 "output": _sha(output)})
+            return output
         start = time.perf_counter()
         output = original(code, returncode=returncode, session=session, id=id, **extra)
         STATE.blocks.append({**record, "seconds": time.perf_counter() - start,
-                             "source": "executed"})
+                             "source": "executed", "output": _sha(output)})
         if not session:
             STATE.block_memo[key] = output
         return output
@@ -290,6 +302,25 @@ def on_files(files: Any, config: Any) -> Any:
         alternates[_current_language(config)] = file
         file.alternates = alternates
     return files
+
+
+_HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
+
+
+@event_priority(-200)  # after static-i18n's page context
+def on_post_page(output: str, page: Any, config: Any) -> str:  # noqa: ARG001
+    depth = len([part for part in page.url.split("/") if part])
+    up = "../" * depth
+
+    def root(match: re.Match[str]) -> str:
+        language = match.group(1)
+        if language not in LANGUAGES:
+            return match.group(0)
+        href = (up + _language_prefix(language)) or "./"
+        return f'<link rel="alternate" href="{href}" hreflang="{language}">'
+
+    head, sep, body = output.partition("</head>")
+    return _HEAD_ALTERNATE.sub(root, head) + sep + body
 
 
 @event_priority(-200)  # after static-i18n has built every language

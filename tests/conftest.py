@@ -132,6 +132,7 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
     (docs / "assets").symlink_to(ROOT / "docs" / "assets", target_is_directory=True)
     text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     text = text.replace("docs_dir: docs", f"docs_dir: {docs}")
+    text = text.replace("custom_dir: overrides", f"custom_dir: {ROOT / 'overrides'}")
     text = text.replace("  - hooks/llmlab_build.py", f"  - {ROOT / 'hooks' / 'llmlab_build.py'}")
     text = re.sub(r"\nwatch:\n(  - .*\n)+", "\nwatch:\n" + "".join(
         f"  - {w}\n" for w in (watch or [str(docs)])), text)
