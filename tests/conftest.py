@@ -46,6 +46,7 @@ class BuiltSite:
     seconds: float
     log: str
     port: int | None = None
+    cache_dir: Path | None = None  # the experiment cache this build filled
 
     def html(self, rel: str) -> str:
         return (self.site_dir / rel).read_text(encoding="utf-8")
@@ -67,7 +68,8 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed ({proc.returncode}):\n{log[-6000:]}")
-    return BuiltSite(site_dir=site_dir, seconds=seconds, log=log, port=port)
+    return BuiltSite(site_dir=site_dir, seconds=seconds, log=log, port=port,
+                     cache_dir=tmp / "cache")
 
 
 def _free_port() -> int:
