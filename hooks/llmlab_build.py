@@ -3,9 +3,10 @@
 Each piece says which gap it covers. In short:
 
 1. markdown-exec has no cache and runs each page once per language. We memoise
-   a block's output for one build, keyed by its code, the source of ``llmlab``
-   and the torch version, so the zh and en pages show the *same* output from
-   *one* run. Heavy experiments are cached across builds by ``llmlab.cache``.
+   a block's output, keyed by its code, the source of ``llmlab`` and the torch
+   version, so the zh and en pages show the *same* output from *one* run (and a
+   long-lived ``mkdocs serve`` re-renders a prose edit without re-running
+   blocks). Heavy experiments are cached across builds by ``llmlab.cache``.
 2. markdown-exec's ``session=`` state is shared across pages, languages and
    ``serve`` rebuilds: we clear it per page. A long-lived ``mkdocs serve`` would
    also keep a stale ``llmlab`` import: we drop ``llmlab`` from ``sys.modules``
@@ -36,6 +37,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -56,14 +58,35 @@ if os.environ.get("LLMLAB_CACHE", "1").strip().lower() not in {"0", "off", "fals
     os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
 
 
+def _disk_cache_dir() -> Path | None:
+    """The experiment/notebook cache folder, unless ``LLMLAB_CACHE=0``."""
+    flag = os.environ.get("LLMLAB_CACHE", "1").strip().lower()
+    folder = os.environ.get("LLMLAB_CACHE_DIR")
+    if flag in {"0", "off", "false", "no"} or not folder:
+        return None
+    return Path(folder)
+
+
+# Outputs of blocks and notebooks, keyed by their code and the source of
+# llmlab. They outlive one build so that `mkdocs serve` re-renders a prose edit
+# without re-running anything; they are dropped when llmlab's source changes.
+_BLOCK_MEMO: dict[str, str] = {}
+_NOTEBOOK_MEMO: dict[str, str] = {}
+_MEMO_SOURCE = {"hash": ""}
+
+
 class _State:
     """What one outer build (all languages) has seen so far."""
 
     def __init__(self) -> None:
-        self.block_memo: dict[str, str] = {}
+        self.block_memo = _BLOCK_MEMO
         self.blocks: list[dict[str, Any]] = []
         self.notebooks: list[dict[str, Any]] = []
-        self.notebook_memo: dict[str, str] = {}
+        self.notebook_memo = _NOTEBOOK_MEMO
+        self.notebook_locks: dict[str, threading.Lock] = {}
+        self.pool: Any = None
+        self.threads: Any = None
+        self.prefetched: list[dict[str, Any]] = []
         self.source_hash = ""
         self.torch_version = ""
         self.language = ""
@@ -183,20 +206,23 @@ def _install_notebook_memo() -> None:
         rel = (resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT)
                else resolved.name)
         record = {"notebook": rel, "language": STATE.language, "key": key[:16]}
-        if key in STATE.notebook_memo:
-            STATE.notebooks.append({**record, "seconds": 0.0, "source": "memo"})
-            return STATE.notebook_memo[key]
-        folder = os.environ.get("LLMLAB_CACHE_DIR")
-        disk = Path(folder) / "notebooks" / f"{key}.html" if folder else None
         start = time.perf_counter()
-        if disk is not None and disk.exists():
-            body, source = disk.read_text(encoding="utf-8"), "disk"
-        else:
-            body, source = _offline_notebook_html(original(nb_path, **kwargs)), "executed"
-            if disk is not None:
-                disk.parent.mkdir(parents=True, exist_ok=True)
-                disk.write_text(body, encoding="utf-8")
-        STATE.notebook_memo[key] = body
+        # One conversion per key: a prefetch thread may be converting it now.
+        with STATE.notebook_locks.setdefault(key, threading.Lock()):
+            if key in STATE.notebook_memo:
+                body, source = STATE.notebook_memo[key], "memo"
+            else:
+                folder = _disk_cache_dir()
+                disk = folder / "notebooks" / f"{key}.html" if folder else None
+                if disk is not None and disk.exists():
+                    body, source = disk.read_text(encoding="utf-8"), "disk"
+                else:
+                    body = _offline_notebook_html(original(nb_path, **kwargs))
+                    source = "executed"
+                    if disk is not None:
+                        disk.parent.mkdir(parents=True, exist_ok=True)
+                        disk.write_text(body, encoding="utf-8")
+                STATE.notebook_memo[key] = body
         STATE.notebooks.append({**record, "seconds": time.perf_counter() - start,
                                 "source": source})
         return body
@@ -232,11 +258,122 @@ def on_pre_build(config: Any) -> None:
 
     STATE.source_hash = cache.source_hash()
     STATE.torch_version = torch.__version__
+    if _MEMO_SOURCE["hash"] != STATE.source_hash:
+        _BLOCK_MEMO.clear()
+        _NOTEBOOK_MEMO.clear()
+        _MEMO_SOURCE["hash"] = STATE.source_hash
     # Make the notebook kernels import the same source tree.
     src = str(ROOT / "src")
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if src not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([src, *parts])
+    _start_prefetch(config)
+
+
+# --------------------------------------------------------------------------
+# 7. prefetch: compute the pages' experiments and notebooks side by side
+# --------------------------------------------------------------------------
+_FENCE = re.compile(r"^```python[^\n]*exec=\"(?:on|1|true)\"[^\n]*\n(.*?)^```", re.M | re.S)
+
+
+def _experiment_calls(code: str) -> list[tuple[str, str, tuple, dict]]:
+    """Calls ``f(literal, ...)`` of functions imported from ``llmlab.experiments``."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "llmlab.experiments"):
+            for alias in node.names:
+                names[alias.asname or alias.name] = (node.module, alias.name)
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in names:
+            try:
+                args = tuple(ast.literal_eval(a) for a in node.args)
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+            except ValueError:
+                continue  # not literal: computed on the page as usual
+            calls.append((*names[node.func.id], args, kwargs))
+    return calls
+
+
+def _workers() -> int:
+    return max(1, int(os.environ.get("LLMLAB_BUILD_WORKERS", os.cpu_count() or 1)))
+
+
+def _start_prefetch(config: Any) -> None:
+    """Start computing, in worker processes, every experiment the pages call.
+
+    The pages still call the experiments themselves; the cache's per-key lock
+    makes a page wait for a result a worker is computing instead of computing
+    it twice. Parts of an experiment (``@cached(parts=...)``) are independent,
+    so they are what the workers get.
+    """
+    import concurrent.futures as cf
+    import importlib
+    import multiprocessing
+
+    from llmlab import cache
+
+    folder = _disk_cache_dir()
+    workers = _workers()
+    docs = Path(config.docs_dir) / LANGUAGES[0]
+    if folder is not None and workers > 1 and docs.is_dir():
+        jobs, seen = [], set()
+        for page in sorted(docs.rglob("*.md")):
+            for code in _FENCE.findall(page.read_text(encoding="utf-8")):
+                for module, name, args, kwargs in _experiment_calls(code):
+                    try:
+                        fn = getattr(importlib.import_module(module), name)
+                        calls = cache.plan(fn, *args, **kwargs)
+                    except (ImportError, AttributeError, TypeError, ValueError):
+                        continue  # the page will report it when it runs
+                    for part, part_kwargs in calls:
+                        if getattr(part, "parts", None) is not None:
+                            continue  # a parent: cheap once its parts are cached
+                        key = cache.cache_key(part, **part_kwargs)
+                        if key in seen or (folder / f"{key}.pkl").exists():
+                            continue
+                        seen.add(key)
+                        jobs.append((part.__module__, part.__name__, part_kwargs))
+        if jobs:
+            context = multiprocessing.get_context("spawn")  # no forked torch threads
+            STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context)
+            for module, name, kwargs in jobs:
+                future = STATE.pool.submit(cache.compute_in_worker, module, name, kwargs)
+                STATE.prefetched.append({"name": f"{module}.{name}", "future": future})
+    # Notebooks: each runs in its own kernel process; threads just wait on them.
+    plugin = config.plugins.get("mkdocs-jupyter")
+    notebooks = sorted((Path(config.docs_dir) / LANGUAGES[0] / NOTEBOOK_DIR).glob("*.py"))
+    if plugin is not None and plugin.config["execute"] and notebooks and workers > 1:
+        from mkdocs_jupyter import convert
+
+        options = {k: plugin.config[k] for k in (
+            "kernel_name", "theme", "allow_errors", "show_input", "no_input", "no_prompt",
+            "remove_tag_config", "highlight_extra_classes", "include_requirejs",
+            "custom_mathjax_url")}
+        STATE.threads = cf.ThreadPoolExecutor(max(1, workers - 1))
+        for path in notebooks:
+            # the same arguments mkdocs-jupyter's on_pre_page passes, so the same key
+            STATE.threads.submit(convert.nb2html, str(path), execute=True, **options)
+
+
+def _finish_prefetch() -> None:
+    for executor in (STATE.pool, STATE.threads):
+        if executor is not None:
+            executor.shutdown(wait=True)
+    for job in STATE.prefetched:
+        future = job.pop("future")
+        error = future.exception()
+        job["seconds"] = None if error else future.result()
+        job["error"] = None if error is None else repr(error)
+    STATE.pool = STATE.threads = None
 
 
 @event_priority(100)
@@ -327,6 +464,7 @@ def on_post_page(output: str, page: Any, config: Any) -> str:  # noqa: ARG001
 def on_post_build(config: Any) -> None:
     if _i18n_nested(config):
         return
+    _finish_prefetch()
     from llmlab import cache
 
     report = {
@@ -335,8 +473,11 @@ def on_post_build(config: Any) -> None:
         "seconds": time.perf_counter() - STATE.started,
         "blocks": STATE.blocks,
         "notebooks": STATE.notebooks,
+        "workers": _workers(),
+        "prefetched": STATE.prefetched,
         "experiments": [
-            {"name": r.name, "key": r.key[:16], "seconds": r.seconds, "source": r.source}
+            {"name": r.name, "key": r.key[:16], "seconds": r.seconds, "source": r.source,
+             "compute_seconds": r.compute_seconds}
             for r in cache.RUN_LOG
         ],
     }

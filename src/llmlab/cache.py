@@ -34,13 +34,14 @@ import dataclasses
 import functools
 import hashlib
 import ast
+import contextlib
 import inspect
 import json
 import os
 import pickle
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,8 +53,11 @@ __all__ = [
     "cached",
     "clear_memory",
     "code_hash",
+    "compute_in_worker",
     "dependency_files",
     "disk_cache_enabled",
+    "plan",
+    "run_log_markdown",
     "source_hash",
 ]
 
@@ -71,12 +75,15 @@ class RunRecord:
         key: The cache key (hex SHA-256).
         seconds: Wall time of the call, lookup included.
         source: ``"computed"``, ``"memory"`` or ``"disk"``.
+        compute_seconds: How long computing the result took when it was computed
+            (in this process or the one that stored it).
     """
 
     name: str
     key: str
     seconds: float
     source: str
+    compute_seconds: float = 0.0
 
 
 RUN_LOG: list[RunRecord] = []
@@ -244,12 +251,47 @@ def clear_memory() -> None:
     RUN_LOG.clear()
 
 
-def cached(fn: F) -> F:
+@contextlib.contextmanager
+def _key_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``<key>.lock`` next to ``path``.
+
+    Several processes (a build's workers, two terminals) asking for the same
+    result at once then compute it once: the others wait, then read it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process single flight, still correct
+        yield
+        return
+    with open(path.with_suffix(".lock"), "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - start
+
+
+def cached(fn: F | None = None, *, parts: Callable[..., list] | None = None) -> F:
     """Decorate an experiment so that its results are content-addressed.
 
     The wrapped function returns a deep copy of the stored result, so a caller
     that mutates what it gets cannot change what the next caller sees.
+
+    Args:
+        fn: The experiment.
+        parts: Optional ``parts(**bound_arguments) -> [(cached_fn, kwargs), ...]``
+            naming the independent cached experiments ``fn`` calls. A build can
+            compute them side by side (see :func:`plan`) before ``fn`` itself.
     """
+    if fn is None:
+        return functools.partial(cached, parts=parts)  # type: ignore[return-value]
 
     name = f"{fn.__module__}.{fn.__qualname__}"
 
@@ -257,25 +299,92 @@ def cached(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         key = cache_key(fn, *args, **kwargs)
+        compute_seconds = 0.0
         if key in _MEMORY:
-            result, source = _MEMORY[key], "memory"
+            (result, compute_seconds), source = _MEMORY[key], "memory"
         else:
             folder = cache_dir()
-            path = folder / f"{key}.pkl" if folder is not None else None
-            if path is not None and path.exists():
-                with path.open("rb") as fh:
-                    result, source = pickle.load(fh), "disk"
+            if folder is None:
+                (result, compute_seconds), source = _compute(fn, args, kwargs), "computed"
             else:
-                result, source = fn(*args, **kwargs), "computed"
-                if path is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                    with tmp.open("wb") as fh:
-                        pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                    tmp.replace(path)  # atomic: a reader never sees half a file
-            _MEMORY[key] = result
-        RUN_LOG.append(RunRecord(name, key, time.perf_counter() - start, source))
+                path = folder / f"{key}.pkl"
+                with _key_lock(path):
+                    if path.exists():
+                        with path.open("rb") as fh:
+                            result, compute_seconds = pickle.load(fh)
+                        source = "disk"
+                    else:
+                        (result, compute_seconds), source = _compute(fn, args, kwargs), "computed"
+                        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                        with tmp.open("wb") as fh:
+                            pickle.dump((result, compute_seconds), fh,
+                                        protocol=pickle.HIGHEST_PROTOCOL)
+                        tmp.replace(path)  # atomic: a reader never sees half a file
+            _MEMORY[key] = (result, compute_seconds)
+        RUN_LOG.append(
+            RunRecord(name, key, time.perf_counter() - start, source, compute_seconds)
+        )
         return copy.deepcopy(result)
 
     wrapper.uncached = fn  # type: ignore[attr-defined]
+    wrapper.parts = parts  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callable, dict]]:
+    """The cached calls that ``fn(*args, **kwargs)`` makes, parts first, itself last.
+
+    Each entry is ``(cached_function, keyword_arguments)``. Calls in the list
+    before their parent are independent of each other, so a build may compute
+    them in parallel processes; the parent then finds them in the cache.
+    """
+    target = getattr(fn, "__wrapped__", fn)
+    bound = inspect.signature(target).bind(*args, **kwargs)
+    bound.apply_defaults()
+    calls: list[tuple[Callable, dict]] = []
+    parts = getattr(fn, "parts", None)
+    if parts is not None:
+        for part, part_kwargs in parts(**bound.arguments):
+            calls.extend(plan(part, **part_kwargs))
+    calls.append((fn, dict(bound.arguments)))
+    return calls
+
+
+def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float:
+    """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds.
+
+    Used by the site build to compute independent experiments in worker
+    processes (single-threaded each) while it renders pages.
+    """
+    import importlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    getattr(importlib.import_module(module), name)(**kwargs)
+    return time.perf_counter() - start
+
+
+def run_log_markdown(prefix: str = "llmlab.experiments") -> str:
+    """What this process computed or fetched, as a Markdown table.
+
+    One row per distinct experiment call whose name starts with ``prefix``:
+    how long computing it took (when it was computed, here or in the process
+    that stored it) and where this process got it. Pages show it at the end
+    of a lecture; the numbers are machine- and build-dependent.
+    """
+    from llmlab.report import markdown_table
+
+    first: dict[str, RunRecord] = {}
+    for record in RUN_LOG:
+        if record.name.startswith(prefix):
+            first.setdefault(record.key, record)
+    if not first:
+        return "_No experiment ran._\n"
+    where = {"computed": "computed now", "disk": "result cache", "memory": "this build"}
+    rows = [
+        [f"`{r.name.rsplit('.', 1)[-1]}`", f"{r.compute_seconds:.2f}", where[r.source]]
+        for r in first.values()
+    ]
+    return markdown_table(["experiment", "compute time (s)", "served from"], rows)

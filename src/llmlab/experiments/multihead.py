@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
+from llmlab.functional import softmax
 from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
 from llmlab.params import count_parameters
 from llmlab.report import fmt_float, fmt_int, fmt_pct, markdown_table
@@ -27,12 +28,17 @@ from llmlab.report import fmt_float, fmt_int, fmt_pct, markdown_table
 __all__ = [
     "OneLayerAttention",
     "ResidualAblationResult",
+    "ResidualRun",
     "WhyMultiheadResult",
+    "CopyRuns",
     "collapse_score",
     "evaluate_copy_model",
+    "run_copy_runs",
     "run_residual_ablation",
+    "run_residual_variant",
     "run_why_multihead",
     "train_copy_model",
+    "train_copy_models",
 ]
 
 
@@ -215,7 +221,148 @@ def evaluate_copy_model(
     return [h.float().mean().item() for h in hits], attn
 
 
+def _ensemble_logits(
+    p: dict[str, Tensor], x: Tensor, n_heads: int, n_targets: int
+) -> list[Tensor]:
+    """:class:`OneLayerAttention` for ``E`` models at once: ids ``(E, B, T)``.
+
+    ``p`` holds each parameter of the single model stacked along a new first
+    axis (``p["attn.qkv.weight"]`` is ``(E, 3D, D)``). Every line mirrors a line
+    of ``OneLayerAttention.forward`` and ``MultiHeadSelfAttention.forward_steps``;
+    ``test_ensemble_training_matches_one_model_at_a_time`` keeps them in step.
+    """
+    E, B, T = x.shape
+    D = p["tok.weight"].shape[-1]
+    H, Dh = n_heads, D // n_heads
+    rows = torch.arange(E)[:, None, None]
+    h = p["tok.weight"][rows, x] + p["pos.weight"][:, None, :T]  # (E, B, T, D)
+    qkv = torch.einsum("ebtd,efd->ebtf", h, p["attn.qkv.weight"])
+    qkv = qkv + p["attn.qkv.bias"][:, None, None]  # (E, B, T, 3D)
+    q, k, v = (t.reshape(E, B, T, H, Dh).transpose(2, 3) for t in qkv.split(D, -1))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)  # (E, B, H, T, T)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    attn = softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    concat = (attn @ v).transpose(2, 3).reshape(E, B, T, D)  # (E, B, T, D)
+    out = torch.einsum("ebtd,efd->ebtf", concat, p["attn.proj.weight"])
+    h = h + out + p["attn.proj.bias"][:, None, None]  # (E, B, T, D), residual
+    return [
+        torch.einsum("ebtd,evd->ebtv", h, p[f"outs.{i}.weight"])
+        + p[f"outs.{i}.bias"][:, None, None]
+        for i in range(n_targets)
+    ]
+
+
+def train_copy_models(
+    n_heads: int,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    offsets: tuple[int, ...] = (1, 2, 4),
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    d_model: int = 24,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+) -> list[OneLayerAttention]:
+    """:func:`train_copy_model` for several seeds at once (the fast path).
+
+    Each seed's model starts from the same initial weights and sees the same
+    batches as with :func:`train_copy_model`; the models are trained side by
+    side as one stacked tensor per parameter. The loss is the *sum* of the
+    models' losses, so each model's gradient is its own, and Adam is
+    element-wise, so each model gets exactly its own update. Only the order of
+    floating-point sums differs, so weights agree to rounding, not bit for bit.
+    Training a tiny model is dominated by per-operation overhead, which this
+    pays once for all seeds instead of once per seed.
+    """
+    models = []
+    for seed in seeds:
+        torch.manual_seed(seed)  # the same initial weights as train_copy_model
+        models.append(OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets)))
+    names = [name for name, _ in models[0].named_parameters()]
+    stacked = {
+        name: torch.stack([dict(m.named_parameters())[name].detach() for m in models])
+        .clone()
+        .requires_grad_()
+        for name in names
+    }
+    opt = torch.optim.Adam(stacked.values(), lr=lr)
+    streams = [torch.Generator().manual_seed(seed) for seed in seeds]
+    start, E = max(offsets), len(seeds)
+    for _ in range(steps):
+        x = torch.stack([
+            torch.randint(0, vocab_size, (batch_size, seq_len), generator=g) for g in streams
+        ])  # (E, B, T): each seed's own batch
+        logits = _ensemble_logits(stacked, x, n_heads, len(offsets))
+        # E * (mean over all models) = sum over models of each model's mean loss
+        loss = E * sum(
+            F.cross_entropy(
+                lg[:, :, start:].flatten(0, 2), x[:, :, start - k : seq_len - k].flatten()
+            )
+            for lg, k in zip(logits, offsets)
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        for i, model in enumerate(models):
+            for name, param in model.named_parameters():
+                param.copy_(stacked[name][i])
+    return models
+
+
+@dataclass
+class CopyRuns:
+    """One head count of :func:`run_why_multihead`: every seed's accuracy."""
+
+    n_heads: int
+    accuracy: list[list[float]]  # [seed][target]
+    n_params: int
+    profile: list[list[float]]  # [head][offset], first seed
+
+
 @cached
+def run_copy_runs(
+    n_heads: int,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    offsets: tuple[int, ...] = (1, 2, 4),
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    d_model: int = 24,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    n_eval: int = 2000,
+    fast: bool = True,
+) -> CopyRuns:
+    """Train and evaluate the copy-task model for one head count and every seed.
+
+    ``fast=True`` trains the seeds side by side (:func:`train_copy_models`);
+    ``fast=False`` is the reference path, one model after another
+    (:func:`train_copy_model`). Evaluation is the same module code either way.
+    """
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    args = (tuple(offsets), vocab_size, seq_len, d_model, steps, lr, batch_size)
+    if fast:
+        models = train_copy_models(n_heads, tuple(seeds), *args)
+    else:
+        models = [train_copy_model(n_heads, seed, *args) for seed in seeds]
+    accuracy, profile = [], []
+    for i, model in enumerate(models):
+        accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
+        accuracy.append(accs)
+        if i == 0:  # what each head attends to: first seed
+            start = max(offsets)
+            profile = _offset_profile(attn, start, start + 4)
+    return CopyRuns(n_heads, accuracy, count_parameters(models[0]), profile)
+
+
+def _why_multihead_parts(heads: tuple[int, ...], **kwargs) -> list:
+    """The independent pieces of :func:`run_why_multihead`: one per head count."""
+    return [(run_copy_runs, {"n_heads": h, **kwargs}) for h in heads]
+
+
+@cached(parts=_why_multihead_parts)
 def run_why_multihead(
     heads: tuple[int, ...] = (1, 2, 3, 6),
     seeds: tuple[int, ...] = (0, 1, 2),
@@ -227,6 +374,7 @@ def run_why_multihead(
     lr: float = 3e-3,
     batch_size: int = 64,
     n_eval: int = 2000,
+    fast: bool = True,
 ) -> WhyMultiheadResult:
     """Train :class:`OneLayerAttention` to output ``x[t-k]`` for every offset ``k``.
 
@@ -234,6 +382,8 @@ def run_why_multihead(
     means smaller heads. Adam, uniform random sequences, accuracy on ``n_eval``
     fresh sequences at positions ``t >= max(offsets)``. The offset profile
     (:attr:`WhyMultiheadResult.offset_attention`) is taken from the first seed.
+    Each head count is its own cached experiment (:func:`run_copy_runs`);
+    ``fast`` picks how the seeds are trained (see there).
 
     Returns:
         A :class:`WhyMultiheadResult`.
@@ -251,24 +401,14 @@ def run_why_multihead(
         raise ValueError(f"offsets must be in [1, seq_len={seq_len}), got {offsets}")
     if not seeds:
         raise ValueError("seeds must name at least one seed, got an empty tuple")
-    accuracy, n_params, profiles = [], [], []
-    for n_heads in heads:
-        runs = []
-        for i, seed in enumerate(seeds):
-            model = train_copy_model(
-                n_heads, seed, tuple(offsets), vocab_size, seq_len, d_model, steps, lr,
-                batch_size,
-            )
-            accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
-            runs.append(accs)
-            if i == 0:  # parameters and what each head attends to: first seed
-                n_params.append(count_parameters(model))
-                start = max(offsets)
-                profiles.append(_offset_profile(attn, start, start + 4))
-        accuracy.append(runs)
+    runs = [
+        run_copy_runs(n_heads, tuple(seeds), tuple(offsets), vocab_size, seq_len, d_model,
+                      steps, lr, batch_size, n_eval, fast)
+        for n_heads in heads
+    ]
     return WhyMultiheadResult(
-        list(heads), list(seeds), list(offsets), vocab_size, d_model, accuracy,
-        n_params, profiles,
+        list(heads), list(seeds), list(offsets), vocab_size, d_model,
+        [r.accuracy for r in runs], [r.n_params for r in runs], [r.profile for r in runs],
     )
 
 
@@ -410,7 +550,63 @@ class ResidualAblationResult:
         )
 
 
+@dataclass
+class ResidualRun:
+    """One kind of block in :func:`run_residual_ablation`."""
+
+    kind: str
+    collapse: float
+    losses: list[float]
+    accuracy: float
+
+
 @cached
+def run_residual_variant(
+    kind: str,
+    n_layers: int = 8,
+    d_model: int = 64,
+    n_heads: int = 4,
+    offset: int = 3,
+    vocab_size: int = 10,
+    seq_len: int = 12,
+    steps: int = 300,
+    lr: float = 1e-3,
+    batch_size: int = 64,
+    n_eval: int = 2000,
+    seed: int = 0,
+) -> ResidualRun:
+    """Train one ``kind`` of :func:`run_residual_ablation` (its own cached experiment)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    torch.manual_seed(seed)
+    model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
+    probe = torch.randint(0, vocab_size, (16, seq_len))
+    with torch.no_grad():
+        collapse = collapse_score(model.hidden(probe))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    data = torch.Generator().manual_seed(seed)
+    curve = []
+    for _ in range(steps):
+        x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
+        logits = model(x)[:, offset:]  # (B, T - offset, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), x[:, :-offset].flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        curve.append(loss.item())
+    x = _eval_batch(n_eval, seq_len, vocab_size)
+    with torch.no_grad():
+        pred = model(x)[:, offset:].argmax(-1)
+    return ResidualRun(kind, collapse, curve, (pred == x[:, :-offset]).float().mean().item())
+
+
+def _residual_parts(kinds: tuple[str, ...], **kwargs) -> list:
+    """The independent pieces of :func:`run_residual_ablation`: one per kind."""
+    kwargs.pop("window", None)
+    return [(run_residual_variant, {"kind": k, **kwargs}) for k in kinds]
+
+
+@cached(parts=_residual_parts)
 def run_residual_ablation(
     kinds: tuple[str, ...] = KINDS,
     n_layers: int = 8,
@@ -444,29 +640,14 @@ def run_residual_ablation(
         raise ValueError(f"offset must be in [1, seq_len={seq_len}), got {offset}")
     if not 1 <= window <= steps:
         raise ValueError(f"window must be in [1, steps={steps}], got {window}")
-    collapse, losses, accuracy = {}, {}, {}
-    for kind in kinds:
-        torch.manual_seed(seed)
-        model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
-        probe = torch.randint(0, vocab_size, (16, seq_len))
-        with torch.no_grad():
-            collapse[kind] = collapse_score(model.hidden(probe))
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
-        data = torch.Generator().manual_seed(seed)
-        curve = []
-        for _ in range(steps):
-            x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
-            logits = model(x)[:, offset:]  # (B, T - offset, V)
-            loss = F.cross_entropy(logits.flatten(0, 1), x[:, :-offset].flatten())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            curve.append(loss.item())
-        x = _eval_batch(n_eval, seq_len, vocab_size)
-        with torch.no_grad():
-            pred = model(x)[:, offset:].argmax(-1)
-        accuracy[kind] = (pred == x[:, :-offset]).float().mean().item()
-        losses[kind] = curve
+    runs = [
+        run_residual_variant(kind, n_layers, d_model, n_heads, offset, vocab_size, seq_len,
+                             steps, lr, batch_size, n_eval, seed)
+        for kind in kinds
+    ]
+    collapse = {r.kind: r.collapse for r in runs}
+    losses = {r.kind: r.losses for r in runs}
+    accuracy = {r.kind: r.accuracy for r in runs}
     return ResidualAblationResult(
         list(kinds), n_layers, offset, vocab_size, window, collapse, losses, accuracy
     )

@@ -1,0 +1,250 @@
+"""Measure how fast the site builds, side by side, in one run.
+
+    python benchmarks/build.py            # 3 repetitions of each measurement
+    python benchmarks/build.py --reps 5 --json out.json
+    python benchmarks/build.py --skip-naive --skip-serve
+
+What it measures, each on a private copy of the working tree (so edits made by
+the serve measurements never touch your checkout):
+
+* cold build: ``mkdocs build --strict``, both languages, empty experiment cache;
+* warm build: the same, nothing changed, cache filled;
+* naive: every experiment the pages call, computed the reference way (one model
+  after another, single-threaded, no cache), once per language, as a script
+  like the seed's would: the yardstick for the cold build;
+* serve: after a prose edit, seconds until the served page shows it; after an
+  edit to one function in ``src/llmlab``, seconds until the page is rebuilt,
+  and which experiments were recomputed (only those that import the edited
+  module should be);
+* peak memory (RSS summed over the build's whole process tree) of a cold build.
+
+These machines are shared and noisy: the script reports medians with min and
+max, and ratios between numbers taken in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _copy_tree(dest: Path) -> Path:
+    """The tracked and untracked-not-ignored files of the checkout, copied."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            target.symlink_to(os.readlink(src))
+        elif src.is_file():
+            shutil.copy2(src, target)
+    return dest
+
+
+def _env(tree: Path, cache: Path | None, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", NO_MKDOCS_2_WARNING="1",
+               PYTHONPATH=str(tree / "src"))
+    if cache is None:
+        env["LLMLAB_CACHE"] = "0"
+    else:
+        env["LLMLAB_CACHE_DIR"] = str(cache)
+        env.pop("LLMLAB_CACHE", None)
+    env.update(extra)
+    return env
+
+
+def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int]:
+    """Wall seconds and peak tree RSS (bytes) of one strict build."""
+    start = time.perf_counter()
+    proc = psutil.Popen(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=tree, env=_env(tree, cache), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    peak = 0
+    while proc.poll() is None:
+        try:
+            procs = [proc, *proc.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+    seconds = time.perf_counter() - start
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    if proc.returncode:
+        raise SystemExit(f"build failed ({proc.returncode}):\n{out[-4000:]}")
+    return seconds, peak
+
+
+def _naive_seconds(tree: Path, site: Path) -> float:
+    """One pass over every experiment the pages call, reference path, no cache."""
+    report = json.loads((site / "build-report.json").read_text(encoding="utf-8"))
+    names = sorted({e["name"] for e in report["experiments"]})
+    script = f"""
+import importlib, inspect, os, sys, time
+sys.path.insert(0, {str(tree / 'hooks')!r})
+os.environ["LLMLAB_CACHE"] = "0"
+import torch
+torch.set_num_threads(1)
+import llmlab_build as hook
+from llmlab import cache
+calls = []
+for page in sorted(__import__("pathlib").Path({str(tree / 'docs' / 'zh')!r}).rglob("*.md")):
+    for code in hook._FENCE.findall(page.read_text(encoding="utf-8")):
+        calls += hook._experiment_calls(code)
+seen, total = set(), 0.0
+for module, name, args, kwargs in calls:
+    fn = getattr(importlib.import_module(module), name)
+    params = inspect.signature(fn.uncached).parameters
+    if "fast" in params:
+        kwargs = {{**kwargs, "fast": False}}  # the reference path
+    key = (module, name, repr(args), repr(sorted(kwargs.items())))
+    if key in seen:
+        continue  # a page that shows one result twice computes it once
+    seen.add(key)
+    start = time.perf_counter()
+    fn.uncached(*args, **kwargs)
+    total += time.perf_counter() - start
+print(total)
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=tree, env=_env(tree, None),
+                         capture_output=True, text=True, check=True)
+    del names
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(url: str, needle: str, timeout: float = 600) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if needle in response.read().decode("utf-8", errors="replace"):
+                    return time.perf_counter() - start
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{needle!r} never appeared at {url}")
+
+
+def _serve(tree: Path, cache: Path) -> dict[str, object]:
+    """Prose edit and source edit under ``mkdocs serve`` (cache warm)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = (tree / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=tree, env=_env(tree, cache, SITE_URL=url), stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait(url, "LLM Lab", 900)
+        page = tree / "docs" / "zh" / "index.md"
+        marker = f"benchmark-prose-edit-{int(time.time())}"
+        page.write_text(page.read_text(encoding="utf-8") + f"\n{marker}\n", encoding="utf-8")
+        prose = _wait(url, marker, 300)
+        # Edit one function's module: only experiments importing it may re-run.
+        target = tree / "src" / "llmlab" / "feed_forward.py"
+        target.write_text(target.read_text(encoding="utf-8") + "\n# benchmark edit\n",
+                          encoding="utf-8")
+        start = time.perf_counter()
+        report: dict = {}
+        while time.perf_counter() - start < 600:
+            try:
+                with urllib.request.urlopen(url + "build-report.json", timeout=5) as r:
+                    report = json.loads(r.read())
+                if any(e["source"] == "computed" for e in report["experiments"]):
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        source_edit = time.perf_counter() - start
+        recomputed = sorted({e["name"] for e in report.get("experiments", [])
+                             if e["source"] == "computed"})
+        return {"prose_edit_s": prose, "source_edit_s": source_edit,
+                "recomputed_after_editing_feed_forward": recomputed}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--skip-serve", action="store_true")
+    args = parser.parse_args()
+
+    results: dict[str, object] = {"cpu_count": os.cpu_count(), "reps": args.reps}
+    with tempfile.TemporaryDirectory(prefix="llmlab-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        tree = _copy_tree(tmp / "tree")
+        cold, warm, peaks = [], [], []
+        for i in range(args.reps):
+            cache = tmp / f"cache-{i}"
+            seconds, peak = _build(tree, cache, tmp / f"site-cold-{i}")
+            cold.append(seconds)
+            peaks.append(peak)
+            seconds, _ = _build(tree, cache, tmp / f"site-warm-{i}")
+            warm.append(seconds)
+        results["cold_build_s"] = _stats(cold)
+        results["warm_build_s"] = _stats(warm)
+        results["cold_peak_rss_gib"] = _stats([p / 2**30 for p in peaks])
+        if not args.skip_naive:
+            one_pass = _naive_seconds(tree, tmp / "site-cold-0")
+            results["naive_one_language_s"] = one_pass
+            results["naive_both_languages_s"] = 2 * one_pass
+            results["cold_over_naive"] = statistics.median(cold) / (2 * one_pass)
+        if not args.skip_serve:
+            results["serve"] = _serve(tree, tmp / "cache-0")
+
+    rows = [("cold build (s)", results["cold_build_s"]),
+            ("warm build (s)", results["warm_build_s"]),
+            ("cold peak RSS (GiB)", results["cold_peak_rss_gib"])]
+    print(f"{'measure':<28}{'median':>10}{'min':>10}{'max':>10}")
+    for label, st in rows:
+        print(f"{label:<28}{st['median']:>10.2f}{st['min']:>10.2f}{st['max']:>10.2f}")
+    if "naive_both_languages_s" in results:
+        print(f"{'naive, both languages (s)':<28}{results['naive_both_languages_s']:>10.1f}")
+        print(f"{'cold / naive':<28}{results['cold_over_naive']:>10.2f}")
+    if "serve" in results:
+        serve = results["serve"]
+        print(f"{'serve: prose edit (s)':<28}{serve['prose_edit_s']:>10.2f}")
+        print(f"{'serve: src edit (s)':<28}{serve['source_edit_s']:>10.2f}")
+        print("serve: recomputed after editing feed_forward.py:",
+              ", ".join(serve["recomputed_after_editing_feed_forward"]) or "nothing")
+    print(json.dumps(results, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
