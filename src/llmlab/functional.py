@@ -47,8 +47,8 @@ def causal_mask(n_tokens: int, device: torch.device | str | None = None) -> Tens
 
     Row ``i`` is True for keys ``0..i``: no position sees the future.
     """
-    if n_tokens < 1:
-        raise ValueError(f"n_tokens must be at least 1, got {n_tokens}")
+    if not isinstance(n_tokens, int) or isinstance(n_tokens, bool) or n_tokens < 1:
+        raise ValueError(f"n_tokens must be a positive int, got {n_tokens!r}")
     return torch.ones(n_tokens, n_tokens, dtype=torch.bool, device=device).tril()
 
 
@@ -70,11 +70,20 @@ def scaled_dot_product_attention(
         ``(..., n_queries, d_v)``.
 
     Raises:
-        ValueError: On mismatched feature or key dimensions or a non-boolean mask.
+        ValueError: On mismatched feature or key dimensions, an empty sequence,
+            non-floating Q/K/V or a non-boolean mask.
     """
     if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
         raise ValueError(
             f"Q, K, V need at least 2 dims (..., seq, d); got {Q.ndim}, {K.ndim}, {V.ndim}"
+        )
+    for name, t in (("Q", Q), ("K", K), ("V", V)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"{name} must be floating point, got dtype {t.dtype}")
+    if Q.shape[-2] == 0 or K.shape[-2] == 0:
+        raise ValueError(
+            "Q and K need at least one position (n_queries >= 1, n_keys >= 1); "
+            f"got {Q.shape[-2]} queries and {K.shape[-2]} keys"
         )
     if Q.shape[-1] != K.shape[-1]:
         raise ValueError(f"Q and K must share d_k; got {Q.shape[-1]} and {K.shape[-1]}")

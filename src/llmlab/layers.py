@@ -71,6 +71,8 @@ class Linear(nn.Module):
                 f"x must end in in_features ({self.in_features}), "
                 f"got shape {tuple(x.shape)}"
             )
+        if not x.dtype.is_floating_point:
+            raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
         return einsum(x, self.weight, "... d_in, d_out d_in -> ... d_out")
 
     def extra_repr(self) -> str:

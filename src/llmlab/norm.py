@@ -8,6 +8,11 @@ r"""LayerNorm and RMSNorm from scratch.
 Both compute in float32 and return the input's dtype: squaring and summing in fp16
 overflows once activations pass about 256 (256² = 65,536 > 65,504, fp16's maximum).
 
+Inputs must be floating point (an integer tensor is refused). NaN in ``x`` is not
+searched for: it propagates to the output of its own row, as in ``nn.LayerNorm``
+and ``nn.RMSNorm`` (a scan would cost a device sync on every call, and the NaN in
+the output is the signal). A NaN or negative ``eps`` is refused at construction.
+
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
 
@@ -24,6 +29,19 @@ def _check_last_dim(x: Tensor, d_model: int) -> None:
         raise ValueError(
             f"x must end in d_model ({d_model}), got shape {tuple(x.shape)}"
         )
+    _check_float(x)
+
+
+def _check_float(x: Tensor) -> None:
+    # An integer tensor has no meaningful mean or RMS to divide by.
+    if not x.dtype.is_floating_point:
+        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
+
+
+def _check_eps(eps: float) -> None:
+    # NaN fails both comparisons, so a NaN eps is refused too.
+    if not (isinstance(eps, (int, float)) and 0.0 <= eps < float("inf")):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
 
 
 def rms_norm(
@@ -41,6 +59,15 @@ def rms_norm(
     Returns:
         A tensor of the shape and dtype of ``x``.
     """
+    if x.ndim == 0:
+        raise ValueError("x must have at least one dimension (..., d_model), got 0-d")
+    _check_float(x)
+    _check_eps(eps)
+    if weight is not None and tuple(weight.shape) != (x.shape[-1],):
+        raise ValueError(
+            f"weight must have shape (d_model,) = ({x.shape[-1]},), "
+            f"got {tuple(weight.shape)}"
+        )
     in_dtype = x.dtype
     if upcast:
         x = x.float()
@@ -73,6 +100,7 @@ class RMSNorm(nn.Module):
         super().__init__()
         if d_model < 1:
             raise ValueError(f"d_model must be positive, got {d_model}")
+        _check_eps(eps)
         self.d_model = d_model
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model, device=device, dtype=dtype))
@@ -111,6 +139,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         if d_model < 1:
             raise ValueError(f"d_model must be positive, got {d_model}")
+        _check_eps(eps)
         self.d_model = d_model
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model, device=device, dtype=dtype))

@@ -31,8 +31,8 @@ def _check_d_k(d_k: int) -> None:
 def rope_frequencies(theta: float, d_k: int) -> Tensor:
     """Angular frequencies ``θ_k = theta^(-2k/d_k)``, ``k = 0..d_k/2-1``, float64."""
     _check_d_k(d_k)
-    if theta <= 0:
-        raise ValueError(f"theta must be positive, got {theta}")
+    if not 0 < theta < float("inf"):  # NaN fails the comparison too
+        raise ValueError(f"theta must be a finite positive number, got {theta}")
     k = torch.arange(d_k // 2, dtype=torch.float64)
     return theta ** (-2 * k / d_k)  # (d_k/2,)
 
@@ -114,8 +114,15 @@ def rope_complex(x: Tensor, token_positions: Tensor, theta: float) -> Tensor:
     Computed in float64; returns ``x``'s shape and dtype. ``x`` is ``(..., seq, d_k)``,
     ``token_positions`` ``(..., seq)``.
     """
+    if x.ndim < 2:
+        raise ValueError(f"x must be (..., seq_len, d_k), got shape {tuple(x.shape)}")
     d_k = x.shape[-1]
     freqs = rope_frequencies(theta, d_k).to(x.device)  # (d_k/2,)
+    if token_positions.ndim == 0 or token_positions.shape[-1] != x.shape[-2]:
+        raise ValueError(
+            f"token_positions must end in seq_len ({x.shape[-2]}), "
+            f"got shape {tuple(token_positions.shape)}"
+        )
     _check_positions(token_positions, None)
     angles = token_positions.to(torch.float64)[..., None] * freqs  # (..., seq, d_k/2)
     rotor = torch.polar(torch.ones_like(angles), angles)  # e^{i m θ_k}

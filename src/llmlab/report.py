@@ -47,6 +47,10 @@ def fmt_pct(x: float, digits: int = 1) -> str:
 
 def fmt_shape(shape: Sequence[int]) -> str:
     """``torch.Size([2, 5, 16])`` -> ``"(2, 5, 16)"``."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(
+            f"shape must be a sequence of ints such as (2, 5, 16), got {shape!r}"
+        )
     dims = tuple(int(d) for d in shape)
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
@@ -113,6 +117,8 @@ def img_tag(svg: str, alt: str, width: str | None = None) -> str:
     An ``<img>`` keeps each figure's internal ids to itself (two inline SVGs on
     one page could otherwise clash) and needs no request to any host.
     """
+    if not isinstance(svg, str):
+        raise TypeError(f"svg must be SVG text (str), got {type(svg).__name__}")
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     style = f' style="width:{html.escape(width)}"' if width else ""
     return (

@@ -37,7 +37,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 def _check_dims(**dims: int) -> None:
     for name, value in dims.items():
-        if not isinstance(value, int) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
@@ -56,6 +56,10 @@ def _check_input(x: Tensor, d_in: int, context_length: int | None = None) -> Non
         raise ValueError(
             f"x has {x.shape[-1]} features in its last dim, expected d_in={d_in}"
         )
+    if x.shape[1] == 0:
+        raise ValueError("x has num_tokens=0; expected at least 1 token")
+    if not x.dtype.is_floating_point:
+        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
     if context_length is not None and x.shape[1] > context_length:
         raise ValueError(
             f"x has num_tokens={x.shape[1]}, more than context_length={context_length} "
@@ -238,6 +242,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         With ``return_weights=True`` also returns the weights stacked as
         `(batch, num_heads, num_tokens, num_tokens)`.
         """
+        _check_input(x, self.d_in, self.context_length)
         outputs = [head(x, return_weights=True) for head in self.heads]
         context = torch.cat([c for c, _ in outputs], dim=-1)  # (B, T, H * d_out)
         if not return_weights:

@@ -112,6 +112,10 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(
                 f"x must have shape (batch, seq_len, d_model={self.d_model}), got {got}"
             )
+        if x.shape[1] == 0:
+            raise ValueError("x has seq_len=0; expected at least 1 position")
+        if not x.dtype.is_floating_point:
+            raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
         if pad_mask is None:
             return
         if not isinstance(pad_mask, Tensor) or pad_mask.dtype != torch.bool:
@@ -219,6 +223,9 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
+        d_model = self.fc.in_features
+        if x.ndim == 0 or x.shape[-1] != d_model:
+            raise ValueError(f"x must end in d_model ({d_model}), got {tuple(x.shape)}")
         return self.dropout(self.proj(self.act(self.fc(x))))  # (B, T, D)
 
 
@@ -260,6 +267,7 @@ class TransformerBlock(nn.Module):
         self.ffn = MLP(d_model, dropout=dropout)
 
     def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        self.attn._check_input(x, pad_mask)  # clear errors before LayerNorm's own
         if self.pre_ln:
             x = x + self.attn(self.ln1(x), pad_mask)  # (B, T, D)
             x = x + self.ffn(self.ln2(x))  # (B, T, D)
@@ -397,6 +405,8 @@ class TransformerLM(nn.Module):
         if idx.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise ValueError(f"idx must hold integer token ids, got dtype {idx.dtype}")
         B, T = idx.shape
+        if T == 0:
+            raise ValueError("idx has seq_len=0; expected at least 1 token")
         if T > self.max_len:
             raise ValueError(f"seq_len ({T}) is longer than max_len ({self.max_len})")
         if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):

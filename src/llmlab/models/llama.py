@@ -60,7 +60,9 @@ class MultiHeadSelfAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if num_heads < 1 or d_model % num_heads:
+        if num_heads < 1:
+            raise ValueError(f"num_heads must be at least 1, got {num_heads}")
+        if d_model % num_heads:
             raise ValueError(
                 f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
             )
@@ -87,6 +89,8 @@ class MultiHeadSelfAttention(nn.Module):
         if x.ndim < 2:
             raise ValueError(f"x must be (..., seq_len, d_model), got {tuple(x.shape)}")
         seq_len = x.shape[-2]
+        if seq_len == 0:
+            raise ValueError("x has seq_len=0; expected at least 1 position")
         # project and split into heads
         q = rearrange(self.q_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
         k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
@@ -203,10 +207,15 @@ class TransformerLM(nn.Module):
     def forward(self, in_indices: Tensor) -> Tensor:
         """Integer ``(..., seq_len)`` -> logits ``(..., seq_len, vocab_size)``."""
         seq_len = in_indices.shape[-1] if in_indices.ndim else 0
-        if in_indices.ndim == 0 or seq_len > self.context_length:
+        if in_indices.ndim == 0 or not 1 <= seq_len <= self.context_length:
             raise ValueError(
-                f"in_indices must be (..., seq_len) with seq_len <= context_length "
-                f"({self.context_length}), got shape {tuple(in_indices.shape)}"
+                "in_indices must be (..., seq_len) with 1 <= seq_len <= "
+                f"context_length ({self.context_length}), "
+                f"got shape {tuple(in_indices.shape)}"
+            )
+        if in_indices.dtype.is_floating_point or in_indices.dtype is torch.bool:
+            raise ValueError(
+                f"in_indices must hold integer token ids, got dtype {in_indices.dtype}"
             )
         x = self.token_embeddings(in_indices)  # (..., T, d_model)
         positions = torch.arange(seq_len, device=in_indices.device)  # (T,)
@@ -253,6 +262,11 @@ class LlamaConfig:
     rope_theta: float = 10_000.0
 
     def __post_init__(self) -> None:
+        for name in ("vocab_size", "context_length", "d_model", "num_layers",
+                     "num_heads", "d_ff"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by num_heads "

@@ -1,0 +1,236 @@
+"""Prose agrees with numbers: every number in a lecture's prose is guarded.
+
+Each multi-digit number, percentage or decimal in the prose of a lecture (both
+languages; code blocks, link targets and section numbering left out) must be
+either
+
+* **registered** in ``GUARDS`` with the check that keeps it true:
+  ``Assert(text)``  an assertion (or argument) in one of the page's executed blocks;
+  ``Default(func, arg, value)``  a setting that must equal a code default;
+  ``Attr(obj, attr, value)``  a setting that must equal a field of a preset;
+  ``Output(text)``  a value the build prints into the page (checked in the built HTML);
+* or **allowed** in ``ALLOWED``: settings written in the block right there, years,
+  citations, constants of nature/IEEE, exercise parameters.
+
+The test fails when a number appears in prose without either (so a typed-in
+result cannot land), when a registered guard no longer holds (the assertion was
+removed, the default changed), or when a registered number has left the prose
+(a stale entry). The zh and en prose must contain the same numbers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+
+from pages import LANGS, fenced_blocks, lecture_pages, read_page, strip_code
+
+
+@dataclass(frozen=True)
+class Assert:
+    """Text that must appear in the code of an executed block of the page."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Default:
+    """``func``'s argument ``arg`` must default to ``value``."""
+
+    func: str  # "module:function"
+    arg: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Attr:
+    """``obj.attr`` must equal ``value`` (a preset's field)."""
+
+    obj: str  # "module:NAME"
+    attr: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Output:
+    """Text the build prints into the page (checked in the built HTML)."""
+
+    text: str
+
+
+MH = "llmlab.experiments.multihead"
+# page -> number as written in the prose -> the guards that keep it true
+GUARDS: dict[str, dict[str, list[object]]] = {
+    "lectures/attention-from-scratch.md": {
+        "16": [Assert("run_scaling_table(d_ks=(4, 16, 64, 256, 1024), num_keys=16)")],
+    },
+    "lectures/building-blocks.md": {
+        # measured std within 1% of the truncated normal's theory
+        "1%": [Assert("assert abs(m / p - 1) < 0.01")],
+        "300": [Assert("run_low_precision_norm(d_model=1024, scale=300.0, seed=0)")],
+        "768": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768"),
+                Assert("assert r.relu_params[i] == r.swiglu_params[i] == 8 * 768**2"),
+                Assert("d = 768")],
+        "512": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768")],
+        "64": [Default("llmlab.feed_forward:swiglu_hidden_dim", "multiple_of", 64),
+               Assert("assert all(f % 64 == 0 for f in r.swiglu_d_ff)")],
+        "12": [Assert("block = TransformerBlock(d, 12, swiglu_hidden_dim(d)")],
+    },
+    "lectures/multihead-transformer-block.md": {
+        "16": [Assert("B, T, D, H = 2, 5, 16, 4")],
+        "10": [Default(f"{MH}:run_why_multihead", "vocab_size", 10),
+               Default(f"{MH}:run_residual_ablation", "vocab_size", 10)],
+        "10%": [Assert("assert result.worst_target(1) < 1.5 * result.chance"),
+                Assert("assert result.accuracy[\"no_residual\"] < 0.15  # chance is 0.10")],
+        "24": [Default(f"{MH}:run_why_multihead", "d_model", 24)],
+        "12": [Default(f"{MH}:run_why_multihead", "seq_len", 12),
+               Attr("llmlab.models.gpt2:GPT2_SMALL", "n_layers", 12),
+               Attr("llmlab.models.gpt2:GPT2_SMALL", "n_heads", 12)],
+        "1500": [Default(f"{MH}:run_why_multihead", "steps", 1500)],
+        "64": [Default(f"{MH}:run_why_multihead", "batch_size", 64),
+               Default(f"{MH}:run_residual_ablation", "d_model", 64)],
+        "2000": [Default(f"{MH}:run_why_multihead", "n_eval", 2000)],
+        "100%": [Assert("assert all(min(result.target_accuracy(h)) >= 0.99 for h in (3, 6))"),
+                 Assert("assert result.collapse[kind] < 0.5 and result.accuracy[kind] > 0.99")],
+        "50257": [Attr("llmlab.models.gpt2:GPT2_SMALL", "vocab_size", 50257),
+                  Assert("assert total == gpt2_param_count(GPT2_SMALL) == 124_439_808")],
+        "1024": [Attr("llmlab.models.gpt2:GPT2_SMALL", "context_length", 1024)],
+        "768": [Attr("llmlab.models.gpt2:GPT2_SMALL", "d_model", 768)],
+        "300": [Default(f"{MH}:run_residual_ablation", "steps", 300)],
+    },
+}
+
+# Numbers that are not results: (page or "*", number) -> why
+ALLOWED: dict[tuple[str, str], str] = {
+    ("*", "2017"): "year (the original Transformer)",
+    ("*", "2020"): "year of a citation",
+    ("*", "2021"): "year of a citation",
+    ("lectures/attention-from-scratch.md", "64"): "exercise: a num_keys to try",
+    ("lectures/building-blocks.md", "65504"): "IEEE fp16 maximum (a constant)",
+    ("lectures/building-blocks.md", "65536"): "256² (arithmetic)",
+    ("lectures/building-blocks.md", "256"): "the fp16 overflow threshold √65504; "
+                                            "also an exercise's multiple_of",
+    ("lectures/building-blocks.md", "0.17%"): "citation (Ivanov et al.)",
+    ("lectures/building-blocks.md", "25%"): "citation (Ivanov et al.)",
+    ("lectures/building-blocks.md", "4096"): "exercise: Llama 2 7B's d_model",
+    ("lectures/building-blocks.md", "100"): "exercise: a scale and a theta to try",
+    ("lectures/multihead-transformer-block.md", "1024"): "also GPT-2 medium's D (exercise)",
+    ("lectures/multihead-transformer-block.md", "1600"): "exercise: GPT-2 XL's D",
+    ("lectures/multihead-transformer-block.md", "48"): "exercise: GPT-2 XL's layers",
+}
+
+_NUMBER = re.compile(r"(?<![\w.\\{])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%?|\.\d+%?)(?![\w])")
+
+
+def prose_numbers(text: str) -> list[str]:
+    """Multi-digit numbers, percentages and decimals in the prose of a page."""
+    prose = strip_code(text)
+    prose = re.sub(r"\]\([^)]*\)", "]", prose)  # link targets (#11-...) are no claims
+    prose = re.sub(r"^(#{1,6}\s+)\d+\.", r"\1", prose, flags=re.M)  # "## 7. ..." numbering
+    prose = re.sub(r"第 \d+ 节|section \d+", "", prose)  # cross-references to sections
+    prose = prose.replace("{,}", ",")  # LaTeX thousands separator
+    found = []
+    for m in _NUMBER.finditer(prose):
+        token = m.group(1)
+        if re.fullmatch(r"\d", token):  # one digit: counts, not results
+            continue
+        found.append(token)
+    return found
+
+
+def _executed_code(lang: str, page: str) -> str:
+    return "\n".join(b.code for b in fenced_blocks(read_page(lang, page)) if b.executed)
+
+
+def _resolve(ref: str) -> object:
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _default(func: str, arg: str) -> object:
+    fn = inspect.unwrap(_resolve(func))
+    return inspect.signature(fn).parameters[arg].default
+
+
+PAGES = lecture_pages()
+
+
+def test_every_lecture_is_audited() -> None:
+    assert set(GUARDS) == set(PAGES), "add the new lecture to GUARDS (even if empty)"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("page", PAGES)
+def test_every_prose_number_is_guarded_or_allowed(lang: str, page: str) -> None:
+    unguarded = sorted({
+        n for n in prose_numbers(read_page(lang, page))
+        if n not in GUARDS[page] and (page, n) not in ALLOWED and ("*", n) not in ALLOWED
+    })
+    assert not unguarded, (
+        f"{lang}/{page}: numbers in the prose that no block checks: {unguarded}. "
+        "Print them from the computation, assert them in the block, or (for a "
+        "setting, year or citation) add them to ALLOWED in tests/test_prose_numbers.py")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_both_languages_state_the_same_numbers(page: str) -> None:
+    zh, en = (Counter(prose_numbers(read_page(lang, page))) for lang in LANGS)
+    assert zh == en, f"{page}: zh has {dict(zh - en)} more, en has {dict(en - zh)} more"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_registered_numbers_are_still_in_the_prose(page: str) -> None:
+    for lang in LANGS:
+        stale = set(GUARDS[page]) - set(prose_numbers(read_page(lang, page)))
+        assert not stale, f"{lang}/{page}: GUARDS lists {sorted(stale)}, the prose does not"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_guard_holds(page: str) -> None:
+    failures = []
+    for number, guards in GUARDS[page].items():
+        for guard in guards:
+            if isinstance(guard, Assert):
+                for lang in LANGS:
+                    if guard.text not in _executed_code(lang, page):
+                        failures.append(f"{number}: no executed block of {lang}/{page} "
+                                        f"contains {guard.text!r}")
+            elif isinstance(guard, Default):
+                got = _default(guard.func, guard.arg)
+                if got != guard.value:
+                    failures.append(f"{number}: {guard.func}({guard.arg}=...) defaults "
+                                    f"to {got!r}, the prose says {guard.value!r}")
+            elif isinstance(guard, Attr):
+                got = getattr(_resolve(guard.obj), guard.attr)
+                if got != guard.value:
+                    failures.append(f"{number}: {guard.obj}.{guard.attr} is {got!r}, "
+                                    f"the prose says {guard.value!r}")
+            elif not isinstance(guard, Output):
+                failures.append(f"{number}: unknown guard {guard!r}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.site
+@pytest.mark.parametrize("page", PAGES)
+def test_printed_numbers_are_in_the_built_page(built_site, page: str) -> None:
+    outputs = [(n, g) for n, gs in GUARDS[page].items() for g in gs if isinstance(g, Output)]
+    for lang in LANGS:
+        prefix = "" if lang == "zh" else "en/"
+        html = built_site.html(prefix + page[:-3] + "/index.html")
+        for number, guard in outputs:
+            assert guard.text in html, f"{lang}/{page}: {number} is not printed ({guard.text!r})"
+
+
+def test_count_of_checked_prose_numbers(record_property) -> None:
+    registered = sum(len(v) for v in GUARDS.values())
+    occurrences = sum(
+        1 for page in PAGES for lang in LANGS for n in prose_numbers(read_page(lang, page))
+        if n in GUARDS[page])
+    record_property("checked_prose_numbers", registered)
+    record_property("checked_prose_number_occurrences", occurrences)
+    assert registered > 0, registered
