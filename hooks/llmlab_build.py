@@ -17,7 +17,8 @@ Each piece says which gap it covers. In short:
 4. mkdocs-jupyter's own cache ignores changes to ``src/`` (we switch it off);
    we memoise its ``nb2html`` under a key that includes the ``llmlab`` source.
 5. Material's language selector looks for a sitemap in each language folder;
-   static-i18n writes one at the root: we copy it.
+   static-i18n writes one at the root, without the notebooks: we add them and
+   copy it. jupytext's random cell ids are numbered so builds reproduce.
 6. Material's JavaScript fetches ``sitemap.xml`` next to every
    ``<link rel="alternate">`` in the page head, expecting language roots there;
    static-i18n points them at the page's translation, so every page would
@@ -154,6 +155,11 @@ def _install_block_memo() -> None:
         output = original(code, returncode=returncode, session=session, id=id, **extra)
         STATE.blocks.append({**record, "seconds": time.perf_counter() - start,
                              "source": "executed", "output": _sha(output)})
+        if (id or "").startswith("machine-dependent"):
+            import platform
+
+            # machine-dependent output must say which machine produced it
+            STATE.blocks[-1]["names_machine"] = platform.machine() in output
         if not session:
             STATE.block_memo[key] = output
         return output
@@ -169,6 +175,7 @@ _MERMAID_LOADER = re.compile(
     r'<script type="module">(?:(?!</script>).)*?cdnjs\.cloudflare\.com(?:(?!</script>).)*</script>',
     re.S,
 )
+_CELL_ID = re.compile(r'id="cell-id=([0-9a-f]+)"')
 _MATHJAX = re.compile(
     r'<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->', re.S
 )
@@ -182,7 +189,12 @@ def _offline_notebook_html(body: str) -> str:
     bundled KaTeX and have no mermaid diagrams, so both go.
     """
     body = _MATHJAX.sub("", body)
-    return _MERMAID_LOADER.sub("", body)
+    body = _MERMAID_LOADER.sub("", body)
+    # jupytext gives every cell of a .py notebook a random id on each read; number
+    # them instead, so that two builds of the same notebook are byte-identical.
+    numbers: dict[str, int] = {}
+    return _CELL_ID.sub(
+        lambda m: f'id="nb-cell-{numbers.setdefault(m.group(1), len(numbers) + 1)}"', body)
 
 
 def _install_notebook_memo() -> None:
@@ -224,7 +236,7 @@ def _install_notebook_memo() -> None:
                         disk.write_text(body, encoding="utf-8")
                 STATE.notebook_memo[key] = body
         STATE.notebooks.append({**record, "seconds": time.perf_counter() - start,
-                                "source": source})
+                                "source": source, "output": _sha(body)})
         return body
 
     nb2html._llmlab_memo = True  # type: ignore[attr-defined]
@@ -441,6 +453,36 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+def _add_notebooks_to_sitemap(site: Path, config: Any) -> None:
+    """List the notebook pages in sitemap.xml, with their language alternates.
+
+    static-i18n writes the sitemap from the pages it knew, and notebooks only
+    became pages after it (see 3). Material's language switcher looks a page up
+    in the sitemap and falls back to the language's home page when it is missing.
+    """
+    import gzip
+
+    sitemap = site / "sitemap.xml"
+    if not sitemap.is_file():
+        return
+    base = (config.site_url or "/").rstrip("/") + "/"
+    entries = []
+    for notebook in sorted((Path(config.docs_dir) / LANGUAGES[0] / NOTEBOOK_DIR).glob("*.py")):
+        links = {lang: f"{base}{_language_prefix(lang)}{NOTEBOOK_DIR}/{notebook.stem}/"
+                 for lang in LANGUAGES}
+        alternates = "".join(
+            f'\n        <xhtml:link rel="alternate" hreflang="{lang}" href="{url}"/>'
+            for lang, url in links.items())
+        entries += [f"    <url>\n        <loc>{url}</loc>{alternates}\n    </url>"
+                    for url in links.values()]
+    text = sitemap.read_text(encoding="utf-8")
+    if entries and "</urlset>" in text:
+        text = text.replace("</urlset>", "\n".join(entries) + "\n</urlset>")
+        sitemap.write_text(text, encoding="utf-8")
+        with gzip.GzipFile(site / "sitemap.xml.gz", "wb", mtime=0) as fh:
+            fh.write(text.encode("utf-8"))
+
+
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
 
 
@@ -485,6 +527,7 @@ def on_post_build(config: Any) -> None:
     # same page in the other language; static-i18n writes only the root one
     # (which lists every language), so each language folder gets a copy.
     site = Path(config.site_dir)
+    _add_notebooks_to_sitemap(site, config)
     for language in LANGUAGES[1:]:
         for name in ("sitemap.xml", "sitemap.xml.gz"):
             if (site / name).is_file() and (site / language).is_dir():

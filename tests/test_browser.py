@@ -181,3 +181,86 @@ def test_phone_viewport(watched) -> None:
         assert width <= 390, f"{name}: page is {width}px wide on a 390px screen"
         _shot(w, name)
     w.check_clean()
+
+
+# ---------------------------------------------------------------------------
+# every page, both languages
+# ---------------------------------------------------------------------------
+def _all_pages() -> list[str]:
+    """Site-relative URLs of every zh page (md pages and notebooks)."""
+    docs = ROOT / "docs" / "zh"
+    pages = []
+    for path in sorted(docs.rglob("*.md")):
+        rel = path.relative_to(docs).with_suffix("").as_posix()
+        pages.append("" if rel == "index" else rel + "/")
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        pages.append(f"examples/{path.stem}/")
+    return pages
+
+
+PAGES = _all_pages()
+
+
+def _check_page(w: Watched, rel: str) -> None:
+    w.goto(rel)
+    page = w.page
+    # every image decoded (build-time SVG figures are data: URIs)
+    broken = page.evaluate(
+        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
+        ".map(i => i.alt || i.src.slice(0, 60))"
+    )
+    assert broken == [], f"{rel}: images that did not load: {broken}"
+    # every formula typeset by KaTeX, none left as raw TeX or as an error
+    untypeset = page.evaluate(
+        "[...document.querySelectorAll('.arithmatex')]"
+        ".filter(e => !e.querySelector('.katex')).map(e => e.textContent.slice(0, 40))"
+    )
+    assert untypeset == [], f"{rel}: formulas not typeset: {untypeset}"
+    assert page.locator(".katex-error").count() == 0, f"{rel}: KaTeX errors"
+
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_every_page_in_both_languages(watched, site_server, rel: str) -> None:
+    w = watched()
+    for lang_prefix, other, other_prefix in (("", "en", "en/"), ("en/", "zh", "")):
+        _check_page(w, lang_prefix + rel)
+        # the language switch lands on the same page in the other language
+        w.page.locator(".md-header__option .md-select").hover()
+        w.page.locator(f'a.md-select__link[hreflang="{other}"]').click()
+        w.page.wait_for_load_state("networkidle")
+        assert w.page.url == site_server + other_prefix + rel, (rel, w.page.url)
+    w.check_clean()
+
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_every_page_fits_a_phone(watched, rel: str) -> None:
+    w = watched(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True)
+    for prefix in ("", "en/"):
+        w.goto(prefix + rel)
+        width = w.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{prefix}{rel}: {width}px wide on a 390px screen"
+        name = (prefix + rel).strip("/").replace("/", "_") or "home"
+        _shot(w, f"phone-{name}")
+    w.check_clean()
+
+
+def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
+    """On a lecture, the copy button of every executed block copies its source."""
+    import re
+
+    w = watched(permissions=["clipboard-read", "clipboard-write"])
+    rel = "lectures/multihead-transformer-block/"
+    source = (ROOT / "docs" / "zh" / (rel.rstrip("/") + ".md")).read_text(encoding="utf-8")
+    blocks = re.findall(r'^```python exec="on"[^\n]*source="[^"]+"[^\n]*\n(.*?)^```',
+                        source, re.M | re.S)
+    assert blocks
+    w.goto(rel)
+    buttons = w.page.locator('article button[data-md-type="copy"], article button.md-clipboard')
+    copied = []
+    for i in range(buttons.count()):
+        buttons.nth(i).scroll_into_view_if_needed()
+        buttons.nth(i).click()
+        copied.append(w.page.evaluate("navigator.clipboard.readText()").strip())
+    for code in blocks:
+        assert code.strip() in copied, code[:200]
+    w.check_clean()

@@ -308,3 +308,45 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+# --------------------------------------------------------------------------
+# builds reproduce
+# --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def second_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Another clean build: no cache at all, one process, default site URL.
+
+    Against the first build (parallel workers, a fresh cache) this checks that
+    outputs do not depend on the run, the cache or the parallel path.
+    """
+    tmp = tmp_path_factory.mktemp("second-build")
+    env = build_env(LLMLAB_CACHE="0", LLMLAB_BUILD_WORKERS="1")
+    proc = run_mkdocs_build(ROOT / "mkdocs.yml", tmp / "site", env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return json.loads((tmp / "site" / "build-report.json").read_text(encoding="utf-8"))
+
+
+def test_two_clean_builds_give_identical_outputs(built_site, second_build) -> None:
+    first = json.loads(built_site.html("build-report.json"))
+
+    def outputs(report: dict) -> dict[tuple[str, str], str]:
+        return {(b["page"], b["key"]): b["output"] for b in report["blocks"]
+                if not (b.get("id") or "").startswith("machine-dependent")}
+
+    a, b = outputs(first), outputs(second_build)
+    assert a.keys() == b.keys()
+    differ = sorted(k for k in a if a[k] != b[k])
+    assert differ == [], f"blocks whose output changed between builds: {differ}"
+    notebooks_a = {n["notebook"]: n["output"] for n in first["notebooks"]}
+    notebooks_b = {n["notebook"]: n["output"] for n in second_build["notebooks"]}
+    assert notebooks_a == notebooks_b
+    assert len(a) >= 50  # the lectures' blocks, not just the home page
+
+
+def test_machine_dependent_blocks_name_their_machine(built_site) -> None:
+    report = json.loads(built_site.html("build-report.json"))
+    marked = [b for b in report["blocks"] if (b.get("id") or "").startswith("machine-dependent")
+              and b["source"] == "executed"]
+    assert len(marked) >= 2, "the timing blocks are marked machine-dependent"
+    assert all(b["names_machine"] for b in marked), marked
