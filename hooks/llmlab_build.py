@@ -347,6 +347,8 @@ def _start_prefetch(config: Any) -> None:
                     except (ImportError, AttributeError, TypeError, ValueError):
                         continue  # the page will report it when it runs
                     for part, part_kwargs in calls:
+                        if not hasattr(part, "uncached"):
+                            continue  # not cached (timings): a worker's result is lost
                         if getattr(part, "parts", None) is not None:
                             continue  # a parent: cheap once its parts are cached
                         key = cache.cache_key(part, **part_kwargs)
