@@ -54,18 +54,9 @@ ROOT = Path(__file__).resolve().parent.parent
 LANGUAGES = ("zh", "en")
 NOTEBOOK_DIR = "examples"
 
-# Default on-disk cache for experiments and notebooks (switch: LLMLAB_CACHE=0).
-if os.environ.get("LLMLAB_CACHE", "1").strip().lower() not in {"0", "off", "false", "no"}:
-    os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
-
-
-def _disk_cache_dir() -> Path | None:
-    """The experiment/notebook cache folder, unless ``LLMLAB_CACHE=0``."""
-    flag = os.environ.get("LLMLAB_CACHE", "1").strip().lower()
-    folder = os.environ.get("LLMLAB_CACHE_DIR")
-    if flag in {"0", "off", "false", "no"} or not folder:
-        return None
-    return Path(folder)
+# Default on-disk cache for experiments and notebooks. LLMLAB_CACHE=0 still
+# switches it off: llmlab.cache.cache_dir() reads both variables.
+os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
 
 
 # Outputs of blocks and notebooks, keyed by their code and the source of
@@ -80,10 +71,8 @@ class _State:
     """What one outer build (all languages) has seen so far."""
 
     def __init__(self) -> None:
-        self.block_memo = _BLOCK_MEMO
         self.blocks: list[dict[str, Any]] = []
         self.notebooks: list[dict[str, Any]] = []
-        self.notebook_memo = _NOTEBOOK_MEMO
         self.notebook_locks: dict[str, threading.Lock] = {}
         self.pool: Any = None
         self.threads: Any = None
@@ -146,8 +135,8 @@ def _install_block_memo() -> None:
         # Blocks in a session depend on what ran before them on the page, so
         # they always run (and the style guide asks pages not to use sessions).
         record["id"] = id or None
-        if not session and key in STATE.block_memo:
-            output = STATE.block_memo[key]
+        if not session and key in _BLOCK_MEMO:
+            output = _BLOCK_MEMO[key]
             STATE.blocks.append({**record, "seconds": 0.0, "source": "memo",
                                  "output": _sha(output)})
             return output
@@ -161,7 +150,7 @@ def _install_block_memo() -> None:
             # machine-dependent output must say which machine produced it
             STATE.blocks[-1]["names_machine"] = platform.machine() in output
         if not session:
-            STATE.block_memo[key] = output
+            _BLOCK_MEMO[key] = output
         return output
 
     run_python._llmlab_memo = True  # type: ignore[attr-defined]
@@ -221,10 +210,12 @@ def _install_notebook_memo() -> None:
         start = time.perf_counter()
         # One conversion per key: a prefetch thread may be converting it now.
         with STATE.notebook_locks.setdefault(key, threading.Lock()):
-            if key in STATE.notebook_memo:
-                body, source = STATE.notebook_memo[key], "memo"
+            if key in _NOTEBOOK_MEMO:
+                body, source = _NOTEBOOK_MEMO[key], "memo"
             else:
-                folder = _disk_cache_dir()
+                from llmlab.cache import cache_dir
+
+                folder = cache_dir()
                 disk = folder / "notebooks" / f"{key}.html" if folder else None
                 if disk is not None and disk.exists():
                     body, source = disk.read_text(encoding="utf-8"), "disk"
@@ -234,7 +225,7 @@ def _install_notebook_memo() -> None:
                     if disk is not None:
                         disk.parent.mkdir(parents=True, exist_ok=True)
                         disk.write_text(body, encoding="utf-8")
-                STATE.notebook_memo[key] = body
+                _NOTEBOOK_MEMO[key] = body
         STATE.notebooks.append({**record, "seconds": time.perf_counter() - start,
                                 "source": source, "output": _sha(body)})
         return body
@@ -246,11 +237,6 @@ def _install_notebook_memo() -> None:
 # --------------------------------------------------------------------------
 # events
 # --------------------------------------------------------------------------
-def on_startup(command: str, dirty: bool) -> None:  # noqa: ARG001
-    _install_block_memo()
-    _install_notebook_memo()
-
-
 @event_priority(100)
 def on_pre_build(config: Any) -> None:
     global STATE
@@ -333,7 +319,7 @@ def _start_prefetch(config: Any) -> None:
 
     from llmlab import cache
 
-    folder = _disk_cache_dir()
+    folder = cache.cache_dir()
     workers = _workers()
     docs = Path(config.docs_dir) / LANGUAGES[0]
     if folder is not None and workers > 1 and docs.is_dir():

@@ -98,13 +98,7 @@ def source_hash() -> str:
     Cheap enough (a few dozen small files) to compute on every call, which is
     what makes a long-lived process (``mkdocs serve``, a notebook) safe.
     """
-    digest = hashlib.sha256()
-    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
-        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    return _digest_files(sorted(_PACKAGE_DIR.rglob("*.py")))
 
 
 def _module_file(name: str) -> Path | None:

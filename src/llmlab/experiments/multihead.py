@@ -401,11 +401,12 @@ def run_why_multihead(
         raise ValueError(f"offsets must be in [1, seq_len={seq_len}), got {offsets}")
     if not seeds:
         raise ValueError("seeds must name at least one seed, got an empty tuple")
-    runs = [
-        run_copy_runs(n_heads, tuple(seeds), tuple(offsets), vocab_size, seq_len, d_model,
-                      steps, lr, batch_size, n_eval, fast)
-        for n_heads in heads
-    ]
+    # the same calls, with the same arguments, that a build prefetches as parts
+    runs = [part(**kwargs) for part, kwargs in _why_multihead_parts(
+        heads, seeds=seeds, offsets=offsets, vocab_size=vocab_size, seq_len=seq_len,
+        d_model=d_model, steps=steps, lr=lr, batch_size=batch_size, n_eval=n_eval,
+        fast=fast,
+    )]
     return WhyMultiheadResult(
         list(heads), list(seeds), list(offsets), vocab_size, d_model,
         [r.accuracy for r in runs], [r.n_params for r in runs], [r.profile for r in runs],
@@ -640,11 +641,12 @@ def run_residual_ablation(
         raise ValueError(f"offset must be in [1, seq_len={seq_len}), got {offset}")
     if not 1 <= window <= steps:
         raise ValueError(f"window must be in [1, steps={steps}], got {window}")
-    runs = [
-        run_residual_variant(kind, n_layers, d_model, n_heads, offset, vocab_size, seq_len,
-                             steps, lr, batch_size, n_eval, seed)
-        for kind in kinds
-    ]
+    # the same calls, with the same arguments, that a build prefetches as parts
+    runs = [part(**kwargs) for part, kwargs in _residual_parts(
+        kinds, n_layers=n_layers, d_model=d_model, n_heads=n_heads, offset=offset,
+        vocab_size=vocab_size, seq_len=seq_len, steps=steps, lr=lr,
+        batch_size=batch_size, n_eval=n_eval, seed=seed,
+    )]
     collapse = {r.kind: r.collapse for r in runs}
     losses = {r.kind: r.losses for r in runs}
     accuracy = {r.kind: r.accuracy for r in runs}
