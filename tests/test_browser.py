@@ -213,7 +213,14 @@ def _check_page(w: Watched, rel: str) -> None:
         ".map(i => i.alt || i.src.slice(0, 60))"
     )
     assert broken == [], f"{rel}: images that did not load: {broken}"
-    # every formula typeset by KaTeX, none left as raw TeX or as an error
+    # every formula typeset by KaTeX, none left as raw TeX or as an error; KaTeX
+    # runs after load, so give a long page a moment before looking
+    try:
+        page.wait_for_function(
+            "[...document.querySelectorAll('.arithmatex')]"
+            ".every(e => e.querySelector('.katex'))", timeout=15_000)
+    except Exception:  # noqa: BLE001 - the assertion below reports what is left
+        pass
     untypeset = page.evaluate(
         "[...document.querySelectorAll('.arithmatex')]"
         ".filter(e => !e.querySelector('.katex')).map(e => e.textContent.slice(0, 40))"
