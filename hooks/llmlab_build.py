@@ -6,7 +6,9 @@ Each piece says which gap it covers. In short:
    a block's output, keyed by its code, the source of ``llmlab`` and the torch
    version, so the zh and en pages show the *same* output from *one* run (and a
    long-lived ``mkdocs serve`` re-renders a prose edit without re-running
-   blocks). Heavy experiments are cached across builds by ``llmlab.cache``.
+   blocks). The outputs are also kept on disk, so a build where nothing changed
+   runs no block at all (and imports no torch) except the per-page computation
+   reports; heavy experiments are cached across builds by ``llmlab.cache``.
 2. markdown-exec's ``session=`` state is shared across pages, languages and
    ``serve`` rebuilds: we clear it per page. A long-lived ``mkdocs serve`` would
    also keep a stale ``llmlab`` import: we drop ``llmlab`` from ``sys.modules``
@@ -82,6 +84,8 @@ class _State:
         self.language = ""
         self.page = ""
         self.started = time.perf_counter()
+        self.config: Any = None
+        self.experiments_planned = False
 
 
 STATE = _State()
@@ -118,6 +122,112 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# Blocks whose id starts with this print what *this* build computed (the
+# per-page computation report): they always run, after the page's other blocks
+# have been served, so they are never stored on disk.
+_BUILD_REPORT_ID = "machine-dependent-compute-"
+
+
+def _git_head() -> str:
+    import subprocess
+
+    for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
+        if os.environ.get(var):
+            return os.environ[var]
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def _environment_key() -> list[str]:
+    """What a machine-dependent block's output may also depend on."""
+    import platform
+
+    return [platform.node(), platform.machine(), platform.processor(), str(os.cpu_count()),
+            os.environ.get("OMP_NUM_THREADS", ""), platform.python_version()]
+
+
+def _block_disk_path(code: str, block_id: str) -> Path | None:
+    """Where the output of a block is kept between builds, or None if it is not.
+
+    The key covers the code, the block's id, the source of ``llmlab``, the
+    versions of torch, markdown-exec and Python; a ``machine-dependent-*`` block
+    (timings, the build's provenance) also keys on the machine and the commit,
+    so a timing shown is one measured on this machine for this code.
+    """
+    if block_id.startswith(_BUILD_REPORT_ID):
+        return None
+    from llmlab.cache import cache_dir
+
+    folder = cache_dir()
+    if folder is None:
+        return None
+    from importlib.metadata import version
+
+    parts = [code, block_id, STATE.source_hash, STATE.torch_version,
+             version("markdown-exec"), sys.version]
+    if block_id.startswith("machine-dependent"):
+        parts += [*_environment_key(), _git_head()]
+    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return folder / "blocks" / f"{key}.json"
+
+
+def _read_block(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a damaged entry is recomputed
+
+
+def _write_block(path: Path | None, output: str, runs: list[dict[str, Any]]) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"output": output, "runs": runs}, ensure_ascii=False),
+                   encoding="utf-8")
+    tmp.replace(path)  # atomic
+
+
+def _run_log_length() -> int:
+    cache = sys.modules.get("llmlab.cache")
+    return len(cache.RUN_LOG) if cache is not None else 0
+
+
+def _run_log_since(start: int) -> list[dict[str, Any]]:
+    """The experiments a block just called (it may have imported llmlab itself)."""
+    import dataclasses
+
+    cache = sys.modules.get("llmlab.cache")
+    return [dataclasses.asdict(r) for r in cache.RUN_LOG[start:]] if cache is not None else []
+
+
+def _replay_runs(runs: list[dict[str, Any]]) -> None:
+    """Tell this build's run log which experiments a saved block output shows.
+
+    The page's computation report (a block that always runs) then lists them as
+    served with the page output, with the time they took when computed.
+    """
+    if not runs:
+        return
+    from llmlab import cache
+
+    cache.RUN_LOG.extend(
+        cache.RunRecord(r["name"], r["key"], 0.0, "block", r["compute_seconds"]) for r in runs)
+
+
+def _single_threaded_torch() -> None:
+    # Tiny models run several times faster single-threaded on small shared CPUs.
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def _install_block_memo() -> None:
     from markdown_exec._internal.formatters import python as exec_python
 
@@ -141,9 +251,22 @@ def _install_block_memo() -> None:
                                  "output": _sha(output)})
             return output
         start = time.perf_counter()
-        output = original(code, returncode=returncode, session=session, id=id, **extra)
+        disk = None if session else _block_disk_path(code, id or "")
+        saved = _read_block(disk)
+        if saved is not None:
+            output = saved["output"]
+            _replay_runs(saved["runs"])
+            source = "disk"
+        else:
+            if disk is not None:  # the first saveable block that runs starts the workers
+                _start_experiment_prefetch()
+            _single_threaded_torch()
+            runs_before = _run_log_length()
+            output = original(code, returncode=returncode, session=session, id=id, **extra)
+            source = "executed"
+            _write_block(disk, output, _run_log_since(runs_before))
         STATE.blocks.append({**record, "seconds": time.perf_counter() - start,
-                             "source": "executed", "output": _sha(output)})
+                             "source": source, "output": _sha(output)})
         if (id or "").startswith("machine-dependent"):
             import platform
 
@@ -233,6 +356,23 @@ def _install_notebook_memo() -> None:
     nb2html._llmlab_memo = True  # type: ignore[attr-defined]
     convert.nb2html = nb2html
 
+    # mkdocs-jupyter converts each notebook to Markdown once per language and
+    # build just to read its headings for the table of contents; the headings
+    # only change when the file does.
+    from mkdocs_jupyter import plugin as jupyter_plugin
+
+    toc_original = jupyter_plugin._get_nb_toc_tokens
+    toc_memo: dict[tuple[str, str, int], Any] = {}
+
+    @functools.wraps(toc_original)
+    def nb_toc_tokens(fpath: str, toc_depth: int) -> Any:
+        key = (str(fpath), hashlib.sha256(Path(fpath).read_bytes()).hexdigest(), toc_depth)
+        if key not in toc_memo:
+            toc_memo[key] = toc_original(fpath, toc_depth)
+        return copy.deepcopy(toc_memo[key])
+
+    jupyter_plugin._get_nb_toc_tokens = nb_toc_tokens
+
 
 # --------------------------------------------------------------------------
 # events
@@ -249,13 +389,15 @@ def on_pre_build(config: Any) -> None:
     _clear_exec_sessions()
     _install_block_memo()
     _install_notebook_memo()
-    import torch
+    from importlib.metadata import version
 
-    torch.set_num_threads(1)
     from llmlab import cache
 
     STATE.source_hash = cache.source_hash()
-    STATE.torch_version = torch.__version__
+    # torch itself is imported only when a block runs: a build whose block
+    # outputs are all saved never needs it.
+    STATE.torch_version = version("torch")
+    STATE.config = config
     if _MEMO_SOURCE["hash"] != STATE.source_hash:
         _BLOCK_MEMO.clear()
         _NOTEBOOK_MEMO.clear()
@@ -265,7 +407,7 @@ def on_pre_build(config: Any) -> None:
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if src not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([src, *parts])
-    _start_prefetch(config)
+    _start_notebook_prefetch(config)
 
 
 # --------------------------------------------------------------------------
@@ -305,20 +447,25 @@ def _workers() -> int:
     return max(1, int(os.environ.get("LLMLAB_BUILD_WORKERS", os.cpu_count() or 1)))
 
 
-def _start_prefetch(config: Any) -> None:
+def _start_experiment_prefetch() -> None:
     """Start computing, in worker processes, every experiment the pages call.
 
-    The pages still call the experiments themselves; the cache's per-key lock
-    makes a page wait for a result a worker is computing instead of computing
-    it twice. Parts of an experiment (``@cached(parts=...)``) are independent,
-    so they are what the workers get.
+    Called when the first block of a build has to run (a build whose block
+    outputs are all saved plans nothing). The pages still call the experiments
+    themselves; the cache's per-key lock makes a page wait for a result a
+    worker is computing instead of computing it twice. Parts of an experiment
+    (``@cached(parts=...)``) are independent, so they are what the workers get.
     """
+    if STATE.experiments_planned or STATE.config is None:
+        return
+    STATE.experiments_planned = True
     import concurrent.futures as cf
     import importlib
     import multiprocessing
 
     from llmlab import cache
 
+    config = STATE.config
     folder = cache.cache_dir()
     workers = _workers()
     docs = Path(config.docs_dir) / LANGUAGES[0]
@@ -348,7 +495,17 @@ def _start_prefetch(config: Any) -> None:
             for module, name, kwargs in jobs:
                 future = STATE.pool.submit(cache.compute_in_worker, module, name, kwargs)
                 STATE.prefetched.append({"name": f"{module}.{name}", "future": future})
-    # Notebooks: each runs in its own kernel process; threads just wait on them.
+
+
+def _start_notebook_prefetch(config: Any) -> None:
+    """Convert the notebooks in threads while the pages render.
+
+    Each notebook runs in its own kernel process; the threads just wait on
+    them. A saved conversion (see 4) makes a thread return at once.
+    """
+    import concurrent.futures as cf
+
+    workers = _workers()
     plugin = config.plugins.get("mkdocs-jupyter")
     notebooks = sorted((Path(config.docs_dir) / LANGUAGES[0] / NOTEBOOK_DIR).glob("*.py"))
     if plugin is not None and plugin.config["execute"] and notebooks and workers > 1:
@@ -374,6 +531,21 @@ def _finish_prefetch() -> None:
         job["seconds"] = None if error else future.result()
         job["error"] = None if error is None else repr(error)
     STATE.pool = STATE.threads = None
+
+
+def on_env(env: Any, config: Any, files: Any) -> Any:  # noqa: ARG001
+    # MkDocs makes a new Jinja environment for every build (and every language),
+    # so the theme's ~100 templates are compiled again each time. Jinja's own
+    # bytecode cache (checked against each template's source) skips that.
+    from jinja2 import FileSystemBytecodeCache
+
+    from llmlab.cache import cache_dir
+
+    folder = cache_dir()
+    if folder is not None and env.bytecode_cache is None:
+        (folder / "jinja").mkdir(parents=True, exist_ok=True)
+        env.bytecode_cache = FileSystemBytecodeCache(str(folder / "jinja"))
+    return env
 
 
 @event_priority(100)

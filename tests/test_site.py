@@ -350,3 +350,66 @@ def test_machine_dependent_blocks_name_their_machine(built_site) -> None:
               and b["source"] == "executed"]
     assert len(marked) >= 2, "the timing blocks are marked machine-dependent"
     assert all(b["names_machine"] for b in marked), marked
+
+
+# --------------------------------------------------------------------------
+# saved block outputs: a build where nothing changed runs nothing
+# --------------------------------------------------------------------------
+def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path) -> None:
+    """Same cache, nothing changed: every block output is the saved one."""
+    env = build_env(LLMLAB_CACHE_DIR=str(built_site.cache_dir))
+    proc = run_mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site", env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    cold = json.loads(built_site.html("build-report.json"))
+    warm = json.loads((tmp_path / "site" / "build-report.json").read_text(encoding="utf-8"))
+    executed = [b for b in warm["blocks"] if b["source"] == "executed"]
+    assert executed and all(b["id"].startswith("machine-dependent-compute-") for b in executed)
+    assert warm["prefetched"] == []  # no worker was started
+    assert {e["source"] for e in warm["experiments"]} == {"block"}
+    assert {n["source"] for n in warm["notebooks"]} <= {"disk", "memo"}
+
+    def outputs(report: dict) -> dict[tuple[str, str, str], str]:
+        return {(b["page"], b["language"], b["key"]): b["output"] for b in report["blocks"]
+                if not (b.get("id") or "").startswith("machine-dependent-compute-")}
+
+    # timings included: a saved output is the one measured on this machine
+    assert outputs(warm) == outputs(cold)
+    page = (tmp_path / "site" / "en" / "lectures" / "multihead-transformer-block"
+            / "index.html").read_text(encoding="utf-8")
+    report = BeautifulSoup(page, "html.parser").find(
+        string=re.compile("Computation on this page")).find_parent("details")
+    assert "run_residual_variant" in report.get_text()
+    assert "saved page output" in report.get_text()
+
+
+def test_saved_block_outputs_follow_the_code_they_depend_on(tmp_path: Path) -> None:
+    """A saved output is reused only while llmlab, the block and (for a
+    machine-dependent block) the commit are unchanged."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "llmlab", src / "llmlab",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    plain = '```python exec="on"\nimport llmlab\nprint(f"plain-{llmlab.__version__}-end")\n```\n'
+    machine = ('```python exec="on" id="machine-dependent-demo"\nimport platform\n'
+               'print(f"machine-{platform.machine()}-end")\n```\n')
+    config = write_mini_site(tmp_path, {"zh/index.md": "# 首页\n\n" + plain + machine,
+                                        "en/index.md": GOOD_EN + plain + machine})
+
+    def build(commit: str) -> dict[str, str]:
+        env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src),
+                        LLMLAB_GIT_COMMIT=commit)
+        proc = run_mkdocs_build(config, tmp_path / "site", env, timeout=300)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        report = json.loads((tmp_path / "site" / "build-report.json").read_text("utf-8"))
+        return {("machine" if b["id"] else "plain"): b["source"]
+                for b in report["blocks"] if b["language"] == "zh"}
+
+    assert build("aaaa") == {"plain": "executed", "machine": "executed"}
+    assert build("aaaa") == {"plain": "disk", "machine": "disk"}
+    assert build("bbbb") == {"plain": "disk", "machine": "executed"}  # new commit
+    init = src / "llmlab" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8").replace(
+        '__version__ = "', '__version__ = "9.9.'), encoding="utf-8")
+    assert build("bbbb") == {"plain": "executed", "machine": "executed"}  # llmlab changed
+    assert "plain-9.9." in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")

@@ -74,7 +74,9 @@ class RunRecord:
         name: Qualified name of the experiment, e.g. ``llmlab.experiments.x.run_x``.
         key: The cache key (hex SHA-256).
         seconds: Wall time of the call, lookup included.
-        source: ``"computed"``, ``"memory"`` or ``"disk"``.
+        source: ``"computed"``, ``"memory"`` or ``"disk"``; the site's build adds
+            ``"block"`` for an experiment whose page block was not re-run because
+            its saved output was still valid (see ``hooks/llmlab_build.py``).
         compute_seconds: How long computing the result took when it was computed
             (in this process or the one that stored it).
     """
@@ -114,11 +116,25 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imported_modules(path: Path, name: str) -> set[str]:
+# Parsed imports by (module name, file content). Parsing is what makes a cache
+# key cost anything (a build asks for dozens of keys); the content is part of
+# the memo key, so an edited file is parsed again.
+_IMPORTS_MEMO: dict[tuple[str, bytes], frozenset[str]] = {}
+
+
+def _imported_modules(path: Path, name: str) -> frozenset[str]:
     """Names of the ``llmlab`` modules that the file at ``path`` imports."""
+    source = path.read_bytes()
+    memo_key = (name, hashlib.sha256(source).digest())
+    if memo_key not in _IMPORTS_MEMO:
+        _IMPORTS_MEMO[memo_key] = _parse_imports(source, path, name)
+    return _IMPORTS_MEMO[memo_key]
+
+
+def _parse_imports(source: bytes, path: Path, name: str) -> frozenset[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -131,7 +147,7 @@ def _imported_modules(path: Path, name: str) -> set[str]:
             found.add(base)
             # "from llmlab.x import y" may import the submodule llmlab.x.y
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {m for m in found if m.split(".")[0] == "llmlab"}
+    return frozenset(m for m in found if m.split(".")[0] == "llmlab")
 
 
 def dependency_files(module: str) -> list[Path]:
@@ -376,7 +392,8 @@ def run_log_markdown(prefix: str = "llmlab.experiments") -> str:
             first.setdefault(record.key, record)
     if not first:
         return "_No experiment ran._\n"
-    where = {"computed": "computed now", "disk": "result cache", "memory": "this build"}
+    where = {"computed": "computed now", "disk": "result cache", "memory": "this build",
+             "block": "saved page output"}
     rows = [
         [f"`{r.name.rsplit('.', 1)[-1]}`", f"{r.compute_seconds:.2f}", where[r.source]]
         for r in first.values()
