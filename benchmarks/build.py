@@ -12,7 +12,7 @@ the serve measurements never touch your checkout):
 * naive: every experiment the pages call, computed the reference way (one model
   after another, single-threaded, no cache), once per language, as a script
   like the seed's would: the yardstick for the cold build;
-* serve: after a prose edit, seconds until the served page shows it; after an
+* serve: after a prose edit (repeated), seconds until the served page shows it; after an
   edit to one function in ``src/llmlab``, seconds until the page is rebuilt,
   and which experiments were recomputed (only those that import the edited
   module should be);
@@ -150,8 +150,8 @@ def _wait(url: str, needle: str, timeout: float = 600) -> float:
     raise SystemExit(f"{needle!r} never appeared at {url}")
 
 
-def _serve(tree: Path, cache: Path) -> dict[str, object]:
-    """Prose edit and source edit under ``mkdocs serve`` (cache warm)."""
+def _serve(tree: Path, cache: Path, reps: int) -> dict[str, object]:
+    """Prose edits (``reps`` of them) and a source edit under ``mkdocs serve`` (cache warm)."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
     log = (tree / "serve.log").open("w")
@@ -164,9 +164,13 @@ def _serve(tree: Path, cache: Path) -> dict[str, object]:
         with urllib.request.urlopen(url + "build-report.json", timeout=5) as r:
             first_hash = json.loads(r.read())["source_hash"]
         page = tree / "docs" / "zh" / "index.md"
-        marker = f"benchmark-prose-edit-{int(time.time())}"
-        page.write_text(page.read_text(encoding="utf-8") + f"\n{marker}\n", encoding="utf-8")
-        prose = _wait(url, marker, 300)
+        original = page.read_text(encoding="utf-8")
+        prose = []
+        for i in range(reps):
+            marker = f"benchmark-prose-edit-{i}-{int(time.time())}"
+            page.write_text(original + f"\n{marker}\n", encoding="utf-8")
+            prose.append(_wait(url, marker, 300))
+            time.sleep(1.0)  # let the reload settle before the next edit
         # Edit one function's module: only experiments importing it may re-run.
         target = tree / "src" / "llmlab" / "feed_forward.py"
         target.write_text(target.read_text(encoding="utf-8") + "\n# benchmark edit\n",
@@ -187,7 +191,7 @@ def _serve(tree: Path, cache: Path) -> dict[str, object]:
         recomputed = sorted({e["name"] for e in report.get("experiments", [])
                              if e["source"] == "computed"}
                             | {p["name"] for p in report.get("prefetched", [])})
-        return {"prose_edit_s": prose, "source_edit_s": source_edit,
+        return {"prose_edit_s": _stats(prose), "source_edit_s": source_edit,
                 "recomputed_after_editing_feed_forward": recomputed}
     finally:
         proc.terminate()
@@ -238,7 +242,7 @@ def main() -> None:
             cache = tmp / "cache-0"
             if not cache.exists():  # fill it first: serve is measured with a warm cache
                 _build(tree, cache, tmp / "site-fill")
-            results["serve"] = _serve(tree, cache)
+            results["serve"] = _serve(tree, cache, args.reps)
 
     rows = [(label, results[key]) for label, key in (
         ("cold build (s)", "cold_build_s"), ("warm build (s)", "warm_build_s"),
@@ -252,7 +256,9 @@ def main() -> None:
             print(f"{'cold / naive':<28}{results['cold_over_naive']:>10.2f}")
     if "serve" in results:
         serve = results["serve"]
-        print(f"{'serve: prose edit (s)':<28}{serve['prose_edit_s']:>10.2f}")
+        st = serve["prose_edit_s"]
+        print(f"{'serve: prose edit (s)':<28}{st['median']:>10.2f}{st['min']:>10.2f}"
+              f"{st['max']:>10.2f}")
         print(f"{'serve: src edit (s)':<28}{serve['source_edit_s']:>10.2f}")
         print("serve: recomputed after editing feed_forward.py:",
               ", ".join(serve["recomputed_after_editing_feed_forward"]) or "nothing")
