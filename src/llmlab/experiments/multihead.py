@@ -20,8 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
-from llmlab.functional import softmax
-from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
+from llmlab.models.gpt2 import MLP, MultiHeadSelfAttention, TransformerBlock
 from llmlab.params import count_parameters
 from llmlab.report import fmt_float, fmt_int, fmt_pct, markdown_table
 
@@ -222,34 +221,60 @@ def evaluate_copy_model(
 
 
 def _ensemble_logits(
-    p: dict[str, Tensor], x: Tensor, n_heads: int, n_targets: int
-) -> list[Tensor]:
+    p: dict[str, Tensor], x: Tensor, n_heads: int, n_targets: int, start: int
+) -> Tensor:
     """:class:`OneLayerAttention` for ``E`` models at once: ids ``(E, B, T)``.
 
     ``p`` holds each parameter of the single model stacked along a new first
-    axis (``p["attn.qkv.weight"]`` is ``(E, 3D, D)``). Every line mirrors a line
+    axis (``p["attn.qkv.weight"]`` is ``(E, 3D, D)``). Every step mirrors a line
     of ``OneLayerAttention.forward`` and ``MultiHeadSelfAttention.forward_steps``;
-    ``test_ensemble_training_matches_one_model_at_a_time`` keeps them in step.
+    ``test_seeds_trained_side_by_side_match_one_at_a_time`` keeps them in step.
+
+    Returns the logits of positions ``t >= start`` as ``(E * K, V, B, T - start)``,
+    every model's every target in one tensor (row ``e * K + i``: model ``e``,
+    target ``i``), with the vocabulary axis in the middle: the layout
+    ``F.cross_entropy`` takes for extra axes, so one call scores all of them.
+
+    Why the layouts differ from the module's: PyTorch's CPU kernels for softmax,
+    log-softmax and cross-entropy are several times slower when the axis they
+    reduce is the *last* one and tiny (10 tokens, 12 keys here) than with the
+    same numbers and that axis in the middle. So the attention scores are
+    computed transposed, ``(key, query)``, with the softmax over the keys at
+    ``dim=-2``, and the logits as ``W @ h^T``, which puts the vocabulary before
+    the positions. The numbers are the module's; only their order in memory
+    differs.
     """
     E, B, T = x.shape
     D = p["tok.weight"].shape[-1]
     H, Dh = n_heads, D // n_heads
     rows = torch.arange(E)[:, None, None]
     h = p["tok.weight"][rows, x] + p["pos.weight"][:, None, :T]  # (E, B, T, D)
-    qkv = torch.einsum("ebtd,efd->ebtf", h, p["attn.qkv.weight"])
-    qkv = qkv + p["attn.qkv.bias"][:, None, None]  # (E, B, T, 3D)
-    q, k, v = (t.reshape(E, B, T, H, Dh).transpose(2, 3) for t in qkv.split(D, -1))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)  # (E, B, H, T, T)
-    future = torch.ones(T, T, dtype=torch.bool).triu(1)
-    attn = softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    concat = (attn @ v).transpose(2, 3).reshape(E, B, T, D)  # (E, B, T, D)
-    out = torch.einsum("ebtd,efd->ebtf", concat, p["attn.proj.weight"])
-    h = h + out + p["attn.proj.bias"][:, None, None]  # (E, B, T, D), residual
-    return [
-        torch.einsum("ebtd,evd->ebtv", h, p[f"outs.{i}.weight"])
-        + p[f"outs.{i}.bias"][:, None, None]
-        for i in range(n_targets)
-    ]
+    h = h.view(E, B * T, D)
+    # qkv(h) for all E models in one batched matmul, bias added by baddbmm
+    qkv_w, qkv_b = p["attn.qkv.weight"], p["attn.qkv.bias"]  # (E, 3D, D), (E, 3D)
+    qkv = torch.baddbmm(qkv_b[:, None], h, qkv_w.transpose(1, 2))  # (E, B*T, 3D)
+    q, k, v = (  # split into heads; models, batch and heads become one batch axis
+        t.reshape(E, B, T, H, Dh).transpose(2, 3).reshape(E * B * H, T, Dh)
+        for t in qkv.view(E, B, T, 3 * D).split(D, -1)
+    )
+    # scores.transpose(-2, -1): row j is key j, column i is query i. One baddbmm
+    # scales by 1/sqrt(Dh) and adds the causal mask: -inf where key j > query i,
+    # which in this layout is the part below the diagonal
+    future = torch.full((T, T), float("-inf")).tril(-1)  # (T_key, T_query)
+    scores_t = torch.baddbmm(future, k, q.transpose(1, 2), alpha=1 / math.sqrt(Dh))
+    # each query's weights sum to 1 over the keys: softmax along dim -2
+    attn_t = torch.softmax(scores_t, dim=-2)  # (E*B*H, T_key, T_query)
+    heads = attn_t.transpose(1, 2) @ v  # (E*B*H, T, Dh): attn @ v
+    concat = heads.view(E, B, H, T, Dh).transpose(2, 3).reshape(E, B * T, D)
+    proj_w, proj_b = p["attn.proj.weight"], p["attn.proj.bias"]  # (E, D, D), (E, D)
+    h = h + torch.baddbmm(proj_b[:, None], concat, proj_w.transpose(1, 2))  # residual
+    # all K read-outs as one (K*V, D) layer per model; W @ h^T puts V in the middle
+    K = n_targets
+    out_w = torch.cat([p[f"outs.{i}.weight"] for i in range(K)], 1)  # (E, K*V, D)
+    out_b = torch.cat([p[f"outs.{i}.bias"] for i in range(K)], 1)  # (E, K*V)
+    logits = torch.baddbmm(out_b[:, :, None], out_w, h.transpose(1, 2))  # (E, K*V, B*T)
+    V = out_w.shape[1] // K
+    return logits.view(E * K, V, B, T)[..., start:]  # (E*K, V, B, T - start)
 
 
 def train_copy_models(
@@ -272,7 +297,11 @@ def train_copy_models(
     element-wise, so each model gets exactly its own update. Only the order of
     floating-point sums differs, so weights agree to rounding, not bit for bit.
     Training a tiny model is dominated by per-operation overhead, which this
-    pays once for all seeds instead of once per seed.
+    pays once for all seeds instead of once per seed. Two more savings, neither
+    of which changes what is computed: :func:`_ensemble_logits` lays tensors out
+    the way PyTorch's CPU kernels are fast at (see there) and scores every target
+    with one cross-entropy call, and Adam runs as one fused kernel over all
+    parameters (``fused=True``) instead of a loop of small operations.
     """
     models = []
     for seed in seeds:
@@ -285,21 +314,22 @@ def train_copy_models(
         .requires_grad_()
         for name in names
     }
-    opt = torch.optim.Adam(stacked.values(), lr=lr)
+    # fused=True: one kernel computes Adam's update for every tensor; the CPU
+    # default runs a loop of small tensor operations per parameter
+    opt = torch.optim.Adam(stacked.values(), lr=lr, fused=True)
     streams = [torch.Generator().manual_seed(seed) for seed in seeds]
-    start, E = max(offsets), len(seeds)
+    start, E, K = max(offsets), len(seeds), len(offsets)
     for _ in range(steps):
         x = torch.stack([
             torch.randint(0, vocab_size, (batch_size, seq_len), generator=g) for g in streams
         ])  # (E, B, T): each seed's own batch
-        logits = _ensemble_logits(stacked, x, n_heads, len(offsets))
-        # E * (mean over all models) = sum over models of each model's mean loss
-        loss = E * sum(
-            F.cross_entropy(
-                lg[:, :, start:].flatten(0, 2), x[:, :, start - k : seq_len - k].flatten()
-            )
-            for lg, k in zip(logits, offsets)
-        )
+        logits = _ensemble_logits(stacked, x, n_heads, K, start)  # (E*K, V, B, T')
+        targets = torch.stack(
+            [x[:, :, start - k : seq_len - k] for k in offsets], 1
+        ).flatten(0, 1)  # (E*K, B, T'): row e*K + i is x[t - offsets[i]] of model e
+        # every (model, target) pair has B*T' predictions, so E*K * (mean over all)
+        # = sum over models and targets of each one's mean, as in train_copy_model
+        loss = E * K * F.cross_entropy(logits, targets)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -459,6 +489,60 @@ class _DeepModel(nn.Module):
         return self.out(self.ln(self.hidden(x)))  # (B, T, V)
 
 
+def _attention_fast(attn: MultiHeadSelfAttention, x: Tensor) -> Tensor:
+    """``attn(x)`` of a causal attention without padding or dropout, for training.
+
+    The lines of ``MultiHeadSelfAttention.forward_steps``, reading the module's
+    own weights, except that scores, causal mask, softmax and ``attn @ v`` are
+    one call of PyTorch's fused attention kernel. It computes the same weights
+    but skips the separate softmax over the tiny last axis of ``(B, H, T, T)``
+    scores, which is slow on CPU (see :func:`_ensemble_logits`).
+    """
+    B, T, D = x.shape
+    H, Dh = attn.n_heads, attn.d_head
+    qkv = F.linear(x, attn.qkv.weight, attn.qkv.bias)  # (B, T, 3D)
+    q, k, v = (t.view(B, T, H, Dh).transpose(1, 2) for t in qkv.split(D, dim=2))
+    # softmax(q k^T / sqrt(Dh), keys after the query masked) @ v: (B, H, T, Dh)
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    concat = heads.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+    return F.linear(concat, attn.proj.weight, attn.proj.bias)  # (B, T, D)
+
+
+def _mlp_fast(mlp: MLP, x: Tensor) -> Tensor:
+    """``mlp(x)`` without dropout: ``proj(GELU(fc(x)))`` on the module's weights."""
+    hidden = F.linear(x, mlp.fc.weight, mlp.fc.bias)  # (B, T, 4D)
+    hidden = F.gelu(hidden, approximate=mlp.act.approximate)  # "tanh", as GPT-2
+    return F.linear(hidden, mlp.proj.weight, mlp.proj.bias)  # (B, T, D)
+
+
+def _deep_logits_fast(model: _DeepModel, x: Tensor, offset: int) -> Tensor:
+    """``model(x)[:, offset:]`` as ``(B, V, T - offset)``: the fast path's training forward.
+
+    Mirrors ``_DeepModel.forward``, ``TransformerBlock.forward`` and
+    ``_NoResidualBlock.forward`` line by line on the model's own parameters, so
+    gradients land in the model. Attention and MLP are :func:`_attention_fast`
+    and :func:`_mlp_fast` (the model has no dropout and only causal attention).
+    The logits come as ``W @ h^T``, with the vocabulary in the middle, the
+    layout in which PyTorch's CPU cross-entropy is fast (see
+    :func:`_ensemble_logits`). ``test_residual_fast_path_follows_the_reference``
+    keeps this in step with the modules.
+    """
+    h = model.tok(x) + model.pos(torch.arange(x.shape[1]))  # (B, T, D)
+    for block in model.blocks:
+        if isinstance(block, _NoResidualBlock):
+            h = _attention_fast(block.attn, block.ln1(h))  # no "h +"
+            h = _mlp_fast(block.ffn, block.ln2(h))
+        elif block.pre_ln:
+            h = h + _attention_fast(block.attn, block.ln1(h))
+            h = h + _mlp_fast(block.ffn, block.ln2(h))
+        else:  # Post-LN
+            h = block.ln1(h + _attention_fast(block.attn, h))
+            h = block.ln2(h + _mlp_fast(block.ffn, h))
+    h = model.ln(h)[:, offset:]  # (B, T - offset, D)
+    # out(h) = h W^T + b, computed as W h^T + b: (V, D) @ (B, D, T') -> (B, V, T')
+    return model.out.weight @ h.transpose(1, 2) + model.out.bias[:, None]
+
+
 def collapse_score(hidden: Tensor) -> float:
     """Mean cosine similarity between different positions of ``(B, T, D)`` vectors.
 
@@ -561,6 +645,47 @@ class ResidualRun:
     accuracy: float
 
 
+def _train_deep_model(
+    kind: str, n_layers: int, d_model: int, n_heads: int, offset: int, vocab_size: int,
+    seq_len: int, steps: int, lr: float, batch_size: int, seed: int, fast: bool,
+) -> tuple[_DeepModel, float, list[float]]:
+    """The trained model, its collapse score at initialisation, and its loss curve.
+
+    See :func:`run_residual_variant` for ``fast``.
+    """
+    torch.manual_seed(seed)
+    model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
+    probe = torch.randint(0, vocab_size, (16, seq_len))
+    with torch.no_grad():
+        collapse = collapse_score(model.hidden(probe))
+    # fused=True: one kernel computes Adam's update for every parameter;
+    # None (the default) runs a loop of small tensor operations per parameter
+    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True if fast else None)
+    data = torch.Generator().manual_seed(seed)
+    curve = []
+    for _ in range(steps):
+        x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
+        if fast:
+            logits = _deep_logits_fast(model, x, offset)  # (B, V, T - offset)
+            loss = F.cross_entropy(logits, x[:, :-offset])  # classes along axis 1
+        else:
+            logits = model(x)[:, offset:]  # (B, T - offset, V)
+            loss = F.cross_entropy(logits.flatten(0, 1), x[:, :-offset].flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        curve.append(loss.item())
+    return model, collapse, curve
+
+
+def _deep_accuracy(model: _DeepModel, offset: int, n_eval: int) -> float:
+    """Accuracy of ``x[t - offset]`` on fresh sequences, with the module's forward."""
+    x = _eval_batch(n_eval, model.pos.num_embeddings, model.tok.num_embeddings)
+    with torch.no_grad():
+        pred = model(x)[:, offset:].argmax(-1)
+    return (pred == x[:, :-offset]).float().mean().item()
+
+
 @cached
 def run_residual_variant(
     kind: str,
@@ -575,30 +700,29 @@ def run_residual_variant(
     batch_size: int = 64,
     n_eval: int = 2000,
     seed: int = 0,
+    fast: bool = True,
 ) -> ResidualRun:
-    """Train one ``kind`` of :func:`run_residual_ablation` (its own cached experiment)."""
+    """Train one ``kind`` of :func:`run_residual_ablation` (its own cached experiment).
+
+    ``fast=False`` is the reference path: the module's forward and PyTorch's
+    default Adam. ``fast=True`` trains the same model, from the same initial
+    weights on the same batches, with a functional copy of its forward
+    (:func:`_deep_logits_fast`: fused attention, logits laid out for a fast
+    cross-entropy) and Adam as one fused kernel (``fused=True``). Only the order
+    of floating-point operations differs, so with residual connections loss
+    curves and weights agree to rounding, not bit for bit. Without them the
+    training is chaotic: rounding differences grow until, after about 50 steps,
+    the two runs are different samples of the same noisy plateau near
+    ``ln(vocab_size)``. The collapse score and the evaluation use the module's
+    own forward either way.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    torch.manual_seed(seed)
-    model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
-    probe = torch.randint(0, vocab_size, (16, seq_len))
-    with torch.no_grad():
-        collapse = collapse_score(model.hidden(probe))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    data = torch.Generator().manual_seed(seed)
-    curve = []
-    for _ in range(steps):
-        x = torch.randint(0, vocab_size, (batch_size, seq_len), generator=data)
-        logits = model(x)[:, offset:]  # (B, T - offset, V)
-        loss = F.cross_entropy(logits.flatten(0, 1), x[:, :-offset].flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        curve.append(loss.item())
-    x = _eval_batch(n_eval, seq_len, vocab_size)
-    with torch.no_grad():
-        pred = model(x)[:, offset:].argmax(-1)
-    return ResidualRun(kind, collapse, curve, (pred == x[:, :-offset]).float().mean().item())
+    model, collapse, curve = _train_deep_model(
+        kind, n_layers, d_model, n_heads, offset, vocab_size, seq_len, steps, lr,
+        batch_size, seed, fast,
+    )
+    return ResidualRun(kind, collapse, curve, _deep_accuracy(model, offset, n_eval))
 
 
 def _residual_parts(kinds: tuple[str, ...], **kwargs) -> list:
@@ -622,11 +746,14 @@ def run_residual_ablation(
     n_eval: int = 2000,
     window: int = 50,
     seed: int = 0,
+    fast: bool = True,
 ) -> ResidualAblationResult:
     """Train an ``n_layers``-block model to output ``x[t - offset]``, once per kind.
 
     Every kind starts from the same seed and sees the same batches. The collapse
-    score is measured on 16 random sequences before the first step.
+    score is measured on 16 random sequences before the first step. Each kind is
+    its own cached experiment (:func:`run_residual_variant`); ``fast`` picks how
+    it is trained (see there).
 
     Returns:
         A :class:`ResidualAblationResult`.
@@ -645,7 +772,7 @@ def run_residual_ablation(
     runs = [part(**kwargs) for part, kwargs in _residual_parts(
         kinds, n_layers=n_layers, d_model=d_model, n_heads=n_heads, offset=offset,
         vocab_size=vocab_size, seq_len=seq_len, steps=steps, lr=lr,
-        batch_size=batch_size, n_eval=n_eval, seed=seed,
+        batch_size=batch_size, n_eval=n_eval, seed=seed, fast=fast,
     )]
     collapse = {r.kind: r.collapse for r in runs}
     losses = {r.kind: r.losses for r in runs}
