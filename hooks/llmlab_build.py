@@ -488,7 +488,11 @@ def _start_experiment_prefetch() -> None:
                         if key in seen or (folder / f"{key}.pkl").exists():
                             continue
                         seen.add(key)
-                        jobs.append((part.__module__, part.__name__, part_kwargs))
+                        # An experiment was split into parts because it is slow:
+                        # its parts go first, so no long job starts last.
+                        split = len(calls) > 1
+                        jobs.append((not split, part.__module__, part.__name__, part_kwargs))
+        jobs = [job[1:] for job in sorted(jobs, key=lambda job: job[0])]  # stable
         if jobs:
             context = multiprocessing.get_context("spawn")  # no forked torch threads
             STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context)
