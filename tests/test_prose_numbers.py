@@ -86,7 +86,7 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         "10": [Default(f"{MH}:run_why_multihead", "vocab_size", 10),
                Default(f"{MH}:run_residual_ablation", "vocab_size", 10)],
         "10%": [Assert("assert result.worst_target(1) < 1.5 * result.chance"),
-                Assert("assert result.accuracy[\"no_residual\"] < 0.15  # chance is 0.10")],
+                Assert("assert result.accuracy[\"no_residual\"] < 0.2  # chance is 0.10")],
         "24": [Default(f"{MH}:run_why_multihead", "d_model", 24)],
         "12": [Default(f"{MH}:run_why_multihead", "seq_len", 12),
                Attr("llmlab.models.gpt2:GPT2_SMALL", "n_layers", 12),
