@@ -3,8 +3,8 @@
 Each piece says which gap it covers. In short:
 
 1. markdown-exec has no cache and runs each page once per language. We memoise
-   a block's output, keyed by its code, the source of ``llmlab`` and the torch
-   version, so the zh and en pages show the *same* output from *one* run (and a
+   a block's output, keyed by its code, the ``llmlab`` modules it imports
+   (transitively) and the torch version, so the zh and en pages show the *same* output from *one* run (and a
    long-lived ``mkdocs serve`` re-renders a prose edit without re-running
    blocks). The outputs are also kept on disk, so a build where nothing changed
    runs no block at all (and imports no torch) except the per-page computation
@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -61,12 +62,15 @@ NOTEBOOK_DIR = "examples"
 os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
 
 
-# Outputs of blocks and notebooks, keyed by their code and the source of
-# llmlab. They outlive one build so that `mkdocs serve` re-renders a prose edit
-# without re-running anything; they are dropped when llmlab's source changes.
+# Outputs of blocks and notebooks, keyed by their code and the llmlab source
+# they import. They outlive one build so that `mkdocs serve` re-renders a prose
+# edit without re-running anything, and an edit to one module re-runs only the
+# blocks that import it (an old entry is never hit again once its code changed).
 _BLOCK_MEMO: dict[str, str] = {}
 _NOTEBOOK_MEMO: dict[str, str] = {}
-_MEMO_SOURCE = {"hash": ""}
+
+
+_BUILDS = itertools.count()
 
 
 class _State:
@@ -86,6 +90,8 @@ class _State:
         self.started = time.perf_counter()
         self.config: Any = None
         self.experiments_planned = False
+        self.code_hashes: dict[str, str] = {}
+        self.serial = next(_BUILDS)
 
 
 STATE = _State()
@@ -128,6 +134,19 @@ def _sha(text: str) -> str:
 _BUILD_REPORT_ID = "machine-dependent-compute-"
 
 
+def _code_source_hash(code: str) -> str:
+    """Hash of the ``llmlab`` source that ``code`` imports (see ``llmlab.cache``).
+
+    Keys of block and notebook outputs use it instead of the whole package, so
+    an edit to one module re-runs only the blocks that can reach it.
+    """
+    if code not in STATE.code_hashes:
+        from llmlab.cache import snippet_hash
+
+        STATE.code_hashes[code] = snippet_hash(code)
+    return STATE.code_hashes[code]
+
+
 def _git_head() -> str:
     import subprocess
 
@@ -153,8 +172,9 @@ def _environment_key() -> list[str]:
 def _block_disk_path(code: str, block_id: str) -> Path | None:
     """Where the output of a block is kept between builds, or None if it is not.
 
-    The key covers the code, the block's id, the source of ``llmlab``, the
-    versions of torch, markdown-exec and Python; a ``machine-dependent-*`` block
+    The key covers the code, the block's id, the source of the ``llmlab``
+    modules it imports (transitively), the versions of torch, markdown-exec and
+    Python; a ``machine-dependent-*`` block
     (timings, the build's provenance) also keys on the machine and the commit,
     so a timing shown is one measured on this machine for this code.
     """
@@ -167,7 +187,7 @@ def _block_disk_path(code: str, block_id: str) -> Path | None:
         return None
     from importlib.metadata import version
 
-    parts = [code, block_id, STATE.source_hash, STATE.torch_version,
+    parts = [code, block_id, _code_source_hash(code), STATE.torch_version,
              version("markdown-exec"), sys.version]
     if block_id.startswith("machine-dependent"):
         parts += [*_environment_key(), _git_head()]
@@ -238,7 +258,11 @@ def _install_block_memo() -> None:
     @functools.wraps(original)
     def run_python(code: str, returncode: int | None = None, session: str | None = None,
                    id: str | None = None, **extra: str) -> str:  # noqa: A002
-        key_src = json.dumps([code, session, STATE.source_hash, STATE.torch_version])
+        # a computation report describes this build: shared by both languages,
+        # never by two builds
+        this_build = STATE.serial if (id or "").startswith(_BUILD_REPORT_ID) else None
+        key_src = json.dumps([code, session, _code_source_hash(code), STATE.torch_version,
+                              this_build])
         key = hashlib.sha256(key_src.encode()).hexdigest()
         record = {"page": STATE.page, "language": STATE.language, "key": key[:16],
                   "session": session or None}
@@ -321,8 +345,10 @@ def _install_notebook_memo() -> None:
     @functools.wraps(original)
     def nb2html(nb_path: str, **kwargs: Any) -> str:
         digest = hashlib.sha256()
-        digest.update(Path(nb_path).read_bytes())
-        digest.update(json.dumps([STATE.source_hash, STATE.torch_version,
+        source = Path(nb_path).read_bytes()
+        digest.update(source)
+        digest.update(json.dumps([_code_source_hash(source.decode("utf-8")),
+                                  STATE.torch_version,
                                   mkdocs_jupyter.__version__, nbconvert.__version__,
                                   sorted((k, repr(v)) for k, v in kwargs.items())]).encode())
         key = digest.hexdigest()
@@ -398,10 +424,6 @@ def on_pre_build(config: Any) -> None:
     # outputs are all saved never needs it.
     STATE.torch_version = version("torch")
     STATE.config = config
-    if _MEMO_SOURCE["hash"] != STATE.source_hash:
-        _BLOCK_MEMO.clear()
-        _NOTEBOOK_MEMO.clear()
-        _MEMO_SOURCE["hash"] = STATE.source_hash
     # Make the notebook kernels import the same source tree.
     src = str(ROOT / "src")
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

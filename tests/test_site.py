@@ -383,18 +383,23 @@ def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path
 
 
 def test_saved_block_outputs_follow_the_code_they_depend_on(tmp_path: Path) -> None:
-    """A saved output is reused only while llmlab, the block and (for a
-    machine-dependent block) the commit are unchanged."""
+    """A saved output is reused only while its code, the llmlab modules it
+    imports and (for a machine-dependent block) the commit are unchanged."""
     import shutil
 
     src = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "llmlab", src / "llmlab",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    plain = '```python exec="on"\nimport llmlab\nprint(f"plain-{llmlab.__version__}-end")\n```\n'
-    machine = ('```python exec="on" id="machine-dependent-demo"\nimport platform\n'
-               'print(f"machine-{platform.machine()}-end")\n```\n')
-    config = write_mini_site(tmp_path, {"zh/index.md": "# 首页\n\n" + plain + machine,
-                                        "en/index.md": GOOD_EN + plain + machine})
+    blocks = {
+        "version": 'import llmlab\nprint(f"version-{llmlab.__version__}-end")',
+        "norm": 'from llmlab.norm import RMSNorm\nprint(f"norm-{RMSNorm.__name__}-end")',
+        "machine": 'import platform\nprint(f"machine-{platform.machine()}-end")',
+    }
+    text = "".join(
+        f'```python exec="on" id="{"machine-dependent-demo" if name == "machine" else name}"\n'
+        f"{code}\n```\n\n" for name, code in blocks.items())
+    config = write_mini_site(tmp_path, {"zh/index.md": "# 首页\n\n" + text,
+                                        "en/index.md": GOOD_EN + text})
 
     def build(commit: str) -> dict[str, str]:
         env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src),
@@ -402,14 +407,19 @@ def test_saved_block_outputs_follow_the_code_they_depend_on(tmp_path: Path) -> N
         proc = run_mkdocs_build(config, tmp_path / "site", env, timeout=300)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         report = json.loads((tmp_path / "site" / "build-report.json").read_text("utf-8"))
-        return {("machine" if b["id"] else "plain"): b["source"]
+        return {b["id"].replace("machine-dependent-demo", "machine"): b["source"]
                 for b in report["blocks"] if b["language"] == "zh"}
 
-    assert build("aaaa") == {"plain": "executed", "machine": "executed"}
-    assert build("aaaa") == {"plain": "disk", "machine": "disk"}
-    assert build("bbbb") == {"plain": "disk", "machine": "executed"}  # new commit
-    init = src / "llmlab" / "__init__.py"
-    init.write_text(init.read_text(encoding="utf-8").replace(
-        '__version__ = "', '__version__ = "9.9.'), encoding="utf-8")
-    assert build("bbbb") == {"plain": "executed", "machine": "executed"}  # llmlab changed
-    assert "plain-9.9." in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    def edit(module: str, text: str) -> None:
+        path = src / "llmlab" / module
+        path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+    ran, saved = "executed", "disk"
+    assert build("aaaa") == {"version": ran, "norm": ran, "machine": ran}
+    assert build("aaaa") == {"version": saved, "norm": saved, "machine": saved}
+    assert build("bbbb") == {"version": saved, "norm": saved, "machine": ran}  # new commit
+    edit("norm.py", "\n# an edit\n")  # imported by the norm block only
+    assert build("bbbb") == {"version": saved, "norm": ran, "machine": saved}
+    edit("__init__.py", '\n__version__ = "9.9.9-saved"\n')  # every llmlab import runs it
+    assert build("bbbb") == {"version": ran, "norm": ran, "machine": saved}
+    assert "version-9.9.9-saved-end" in (tmp_path / "site" / "index.html").read_text("utf-8")

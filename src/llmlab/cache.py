@@ -58,6 +58,7 @@ __all__ = [
     "disk_cache_enabled",
     "plan",
     "run_log_markdown",
+    "snippet_hash",
     "source_hash",
 ]
 
@@ -133,8 +134,13 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
 
 def _parse_imports(source: bytes, path: Path, name: str) -> frozenset[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return _llmlab_imports(ast.parse(source), package)
+
+
+def _llmlab_imports(tree: ast.AST, package: str) -> frozenset[str]:
+    """``llmlab`` modules named by the import statements of ``tree``."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -185,6 +191,27 @@ def _digest_files(files: list[Path]) -> str:
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def snippet_hash(code: str) -> str:
+    """SHA-256 over the ``llmlab`` source that the Python ``code`` can run.
+
+    That is the files of every ``llmlab`` module ``code`` imports, transitively
+    (:func:`dependency_files`), so the output of a page's code block is known
+    to be unchanged after an edit to a module it never imports. Where the
+    imports cannot be read from the text (a syntax error, ``importlib`` or
+    ``__import__``), the whole package counts.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        tree = None
+    if tree is None or "import_module" in code or "__import__" in code:
+        return source_hash()
+    files: set[Path] = set()
+    for module in _llmlab_imports(tree, ""):
+        files.update(dependency_files(module))
+    return _digest_files(sorted(files))
 
 
 def code_hash(module: str) -> str:
