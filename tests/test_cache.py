@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import llmlab
 from llmlab import cache
 
 
@@ -139,3 +140,21 @@ def test_edited_experiment_is_recomputed_not_served(tmp_path: Path, monkeypatch)
     mod = importlib.import_module("llmlab_edit_demo")
     assert mod.run() == 2
     assert cache.RUN_LOG[-1].source == "computed"
+
+
+def test_snippet_hash_covers_exactly_what_the_code_imports() -> None:
+    """Page blocks are keyed by the llmlab source they can run, nothing else."""
+    norm = "from llmlab.norm import RMSNorm\nprint(RMSNorm)"
+    assert cache.snippet_hash(norm) == cache.snippet_hash("import llmlab.norm as n\nprint(n)")
+    assert cache.snippet_hash(norm) != cache.snippet_hash("from llmlab.layers import Linear")
+    assert cache.snippet_hash(norm) != cache.snippet_hash("import llmlab")
+    # no llmlab import: no llmlab source in the key
+    assert cache.snippet_hash("import math") == cache.snippet_hash("print(1)")
+    # imports the text does not show: the whole package counts
+    dynamic = "import importlib\nimportlib.import_module('llmlab.norm')"
+    assert cache.snippet_hash(dynamic) == cache.source_hash()
+    assert cache.snippet_hash("print(") == cache.source_hash()
+    files = {p.relative_to(Path(llmlab.__file__).parent).as_posix()
+             for p in cache.dependency_files("llmlab.experiments.multihead")}
+    assert {"experiments/multihead.py", "models/gpt2.py", "cache.py"} <= files
+    assert "norm.py" not in files and "position.py" not in files
