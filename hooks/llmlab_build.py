@@ -492,7 +492,7 @@ def _start_experiment_prefetch() -> None:
     workers = _workers()
     docs = Path(config.docs_dir) / LANGUAGES[0]
     if folder is not None and workers > 1 and docs.is_dir():
-        jobs, seen = [], set()
+        groups, seen = [], set()  # one group of jobs per experiment call
         for page in sorted(docs.rglob("*.md")):
             for code in _FENCE.findall(page.read_text(encoding="utf-8")):
                 for module, name, args, kwargs in _experiment_calls(code):
@@ -501,6 +501,8 @@ def _start_experiment_prefetch() -> None:
                         calls = cache.plan(fn, *args, **kwargs)
                     except (ImportError, AttributeError, TypeError, ValueError):
                         continue  # the page will report it when it runs
+                    group = []
+                    groups.append(group)
                     for part, part_kwargs in calls:
                         if not hasattr(part, "uncached"):
                             continue  # not cached (timings): a worker's result is lost
@@ -510,17 +512,28 @@ def _start_experiment_prefetch() -> None:
                         if key in seen or (folder / f"{key}.pkl").exists():
                             continue
                         seen.add(key)
-                        # An experiment was split into parts because it is slow:
-                        # its parts go first, so no long job starts last.
-                        split = len(calls) > 1
-                        jobs.append((not split, part.__module__, part.__name__, part_kwargs))
-        jobs = [job[1:] for job in sorted(jobs, key=lambda job: job[0])]  # stable
+                        group.append((part.__module__, part.__name__, part_kwargs))
+        jobs = _schedule(groups)
         if jobs:
             context = multiprocessing.get_context("spawn")  # no forked torch threads
             STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context)
             for module, name, kwargs in jobs:
                 future = STATE.pool.submit(cache.compute_in_worker, module, name, kwargs)
                 STATE.prefetched.append({"name": f"{module}.{name}", "future": future})
+
+
+def _schedule(groups: list[list[Any]]) -> list[Any]:
+    """The order in which the workers get the jobs.
+
+    An experiment is split into parts because it is slow, so split experiments
+    go first, and their parts are dealt out in turn (one part of each, then the
+    next): the parts of one experiment tend to be alike, and the slowest
+    experiment's parts should not all wait at the end of the queue while the
+    other workers run out of work.
+    """
+    split = [g for g in groups if len(g) > 1]
+    order = [job for round_ in itertools.zip_longest(*split) for job in round_ if job is not None]
+    return order + [job for g in groups if len(g) <= 1 for job in g]
 
 
 def _start_notebook_prefetch(config: Any) -> None:
