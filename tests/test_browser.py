@@ -8,6 +8,7 @@ fails on any of them. Screenshots go to test-artifacts/ for a person to look at.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -166,7 +167,7 @@ def test_copy_button_copies_the_block(watched) -> None:
     w = watched(permissions=["clipboard-read", "clipboard-write"])
     w.goto("")
     source = (ROOT / "docs" / "zh" / "index.md").read_text(encoding="utf-8")
-    code = source.split('```python exec="on" source="above"\n', 1)[1].split("```", 1)[0]
+    code = re.search(r'```python exec="on" source="above"[^\n]*\n(.*?)```', source, re.S)[1]
     block = w.page.locator("article .highlight").first
     block.hover()
     block.locator('button[data-md-type="copy"], button.md-clipboard').first.click()
