@@ -4,11 +4,12 @@ Each piece says which gap it covers. In short:
 
 1. markdown-exec has no cache and runs each page once per language. We memoise
    a block's output, keyed by its code, the ``llmlab`` modules it imports
-   (transitively) and the torch version, so the zh and en pages show the *same* output from *one* run (and a
-   long-lived ``mkdocs serve`` re-renders a prose edit without re-running
-   blocks). The outputs are also kept on disk, so a build where nothing changed
-   runs no block at all (and imports no torch) except the per-page computation
-   reports; heavy experiments are cached across builds by ``llmlab.cache``.
+   (transitively) and the torch version, so the zh and en pages show the
+   *same* output from *one* run (and a long-lived ``mkdocs serve`` re-renders a
+   prose edit without re-running blocks). The outputs are also kept on disk,
+   so a build where nothing changed runs no block at all (and imports no
+   torch) except the per-page computation reports; heavy experiments are
+   cached across builds by ``llmlab.cache``.
 2. markdown-exec's ``session=`` state is shared across pages, languages and
    ``serve`` rebuilds: we clear it per page. A long-lived ``mkdocs serve`` would
    also keep a stale ``llmlab`` import: we drop ``llmlab`` from ``sys.modules``
@@ -92,6 +93,7 @@ class _State:
         self.experiments_planned = False
         self.code_hashes: dict[str, str] = {}
         self.serial = next(_BUILDS)
+        self.git_head = ""
 
 
 STATE = _State()
@@ -148,16 +150,21 @@ def _code_source_hash(code: str) -> str:
 
 
 def _git_head() -> str:
+    """The commit being built (asked once per build)."""
     import subprocess
 
-    for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
-        if os.environ.get(var):
-            return os.environ[var]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=5, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    if not STATE.git_head:
+        for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
+            if os.environ.get(var):
+                STATE.git_head = os.environ[var]
+                return STATE.git_head
+        try:
+            STATE.git_head = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                timeout=5, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            STATE.git_head = "unknown"
+    return STATE.git_head
 
 
 @functools.lru_cache(maxsize=1)
@@ -174,9 +181,9 @@ def _block_disk_path(code: str, block_id: str) -> Path | None:
 
     The key covers the code, the block's id, the source of the ``llmlab``
     modules it imports (transitively), the versions of torch, markdown-exec and
-    Python; a ``machine-dependent-*`` block
-    (timings, the build's provenance) also keys on the machine and the commit,
-    so a timing shown is one measured on this machine for this code.
+    Python; a ``machine-dependent-*`` block (timings, the build's provenance)
+    also keys on the machine and the commit, so a timing shown is one measured
+    on this machine for this code.
     """
     if block_id.startswith(_BUILD_REPORT_ID):
         return None
@@ -261,8 +268,10 @@ def _install_block_memo() -> None:
         # a computation report describes this build: shared by both languages,
         # never by two builds
         this_build = STATE.serial if (id or "").startswith(_BUILD_REPORT_ID) else None
+        # machine-dependent output may name the commit (a long `serve` sees commits)
+        commit = _git_head() if (id or "").startswith("machine-dependent") else None
         key_src = json.dumps([code, session, _code_source_hash(code), STATE.torch_version,
-                              this_build])
+                              this_build, commit])
         key = hashlib.sha256(key_src.encode()).hexdigest()
         record = {"page": STATE.page, "language": STATE.language, "key": key[:16],
                   "session": session or None}
