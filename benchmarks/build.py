@@ -16,7 +16,8 @@ the serve measurements never touch your checkout):
   edit to one function in ``src/llmlab``, seconds until the page is rebuilt,
   and which experiments were recomputed (only those that import the edited
   module should be);
-* peak memory (RSS summed over the build's whole process tree) of a cold build.
+* peak memory of a cold build over its whole process tree: summed PSS (the real
+  footprint) and summed RSS (an upper bound that counts shared pages per process).
 
 These machines are shared and noisy: the script reports medians with min and
 max, and ratios between numbers taken in the same run.
@@ -72,26 +73,35 @@ def _env(tree: Path, cache: Path | None, **extra: str) -> dict[str, str]:
     return env
 
 
-def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int]:
-    """Wall seconds and peak tree RSS (bytes) of one strict build."""
+def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int, int]:
+    """Wall seconds, peak summed RSS and peak summed PSS (bytes) of one strict build.
+
+    RSS counts the pages that processes share (libtorch's code, mostly) once per
+    process, so its sum over the build's processes overstates the memory the
+    build holds; PSS splits each shared page between the processes that map it,
+    so its sum is the build's real footprint.
+    """
     start = time.perf_counter()
     proc = psutil.Popen(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
         cwd=tree, env=_env(tree, cache), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    peak = 0
+    peak = peak_pss = 0
     while proc.poll() is None:
+        rss = pss = 0
         try:
-            procs = [proc, *proc.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+            for p in [proc, *proc.children(recursive=True)]:
+                info = p.memory_full_info()
+                rss, pss = rss + info.rss, pss + info.pss
         except psutil.Error:
-            pass
+            pass  # a process ended while we looked: skip this sample's rest
+        peak, peak_pss = max(peak, rss), max(peak_pss, pss)
         time.sleep(0.2)
     seconds = time.perf_counter() - start
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"build failed ({proc.returncode}):\n{out[-4000:]}")
-    return seconds, peak
+    return seconds, peak, peak_pss
 
 
 def _naive_seconds(tree: Path) -> float:
@@ -217,20 +227,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="llmlab-bench-") as tmp_name:
         tmp = Path(tmp_name)
         tree = _copy_tree(tmp / "tree")
-        cold, warm, peaks = [], [], []
+        cold, warm, peaks, peaks_pss = [], [], [], []
         for i in range(0 if args.skip_builds else args.reps):
             cache = tmp / f"cache-{i}"
-            seconds, peak = _build(tree, cache, tmp / f"site-cold-{i}")
+            seconds, peak, peak_pss = _build(tree, cache, tmp / f"site-cold-{i}")
             cold.append(seconds)
-            peaks.append(peak)
-            seconds, _ = _build(tree, cache, tmp / f"site-warm-{i}")
+            peaks.append(peak / 2**30)
+            peaks_pss.append(peak_pss / 2**30)
+            seconds, _, _ = _build(tree, cache, tmp / f"site-warm-{i}")
             warm.append(seconds)
         if cold:
             results["cold_build_s"] = _stats(cold)
             results["warm_build_s"] = _stats(warm)
-            results["cold_peak_rss_gib"] = _stats([p / 2**30 for p in peaks])
-            print("cold:", cold, "warm:", warm, "peak GiB:", [p / 2**30 for p in peaks],
-                  flush=True)
+            results["cold_peak_pss_gib"] = _stats(peaks_pss)
+            results["cold_peak_rss_gib"] = _stats(peaks)
+            print("cold:", cold, "warm:", warm, "peak PSS GiB:", peaks_pss,
+                  "peak summed RSS GiB:", peaks, flush=True)
         if not args.skip_naive:
             one_pass = _naive_seconds(tree)
             results["naive_one_language_s"] = one_pass
@@ -246,7 +258,8 @@ def main() -> None:
 
     rows = [(label, results[key]) for label, key in (
         ("cold build (s)", "cold_build_s"), ("warm build (s)", "warm_build_s"),
-        ("cold peak RSS (GiB)", "cold_peak_rss_gib")) if key in results]
+        ("cold peak PSS (GiB)", "cold_peak_pss_gib"),
+        ("cold peak summed RSS (GiB)", "cold_peak_rss_gib")) if key in results]
     print(f"{'measure':<28}{'median':>10}{'min':>10}{'max':>10}")
     for label, st in rows:
         print(f"{label:<28}{st['median']:>10.2f}{st['min']:>10.2f}{st['max']:>10.2f}")
