@@ -94,6 +94,7 @@ class _State:
         self.code_hashes: dict[str, str] = {}
         self.serial = next(_BUILDS)
         self.git_head = ""
+        self.markdown_exec_version = ""
 
 
 STATE = _State()
@@ -150,20 +151,11 @@ def _code_source_hash(code: str) -> str:
 
 
 def _git_head() -> str:
-    """The commit being built (asked once per build)."""
-    import subprocess
-
+    """The commit being built, as the provenance block shows it (asked once per build)."""
     if not STATE.git_head:
-        for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
-            if os.environ.get(var):
-                STATE.git_head = os.environ[var]
-                return STATE.git_head
-        try:
-            STATE.git_head = subprocess.run(
-                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                timeout=5, check=True).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            STATE.git_head = "unknown"
+        from llmlab.provenance import git_commit
+
+        STATE.git_head = git_commit()
     return STATE.git_head
 
 
@@ -192,10 +184,8 @@ def _block_disk_path(code: str, block_id: str) -> Path | None:
     folder = cache_dir()
     if folder is None:
         return None
-    from importlib.metadata import version
-
     parts = [code, block_id, _code_source_hash(code), STATE.torch_version,
-             version("markdown-exec"), sys.version]
+             STATE.markdown_exec_version, sys.version]
     if block_id.startswith("machine-dependent"):
         parts += [*_environment_key(), _git_head()]
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
@@ -432,6 +422,7 @@ def on_pre_build(config: Any) -> None:
     # torch itself is imported only when a block runs: a build whose block
     # outputs are all saved never needs it.
     STATE.torch_version = version("torch")
+    STATE.markdown_exec_version = version("markdown-exec")
     STATE.config = config
     # Make the notebook kernels import the same source tree.
     src = str(ROOT / "src")

@@ -11,11 +11,9 @@ import platform
 import subprocess
 from pathlib import Path
 
-import torch
-
 from llmlab import __version__
 
-__all__ = ["BuildInfo", "build_info"]
+__all__ = ["BuildInfo", "build_info", "git_commit"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +43,13 @@ class BuildInfo:
         return [(f.name, str(getattr(self, f.name))) for f in dataclasses.fields(self)]
 
 
-def _git_commit() -> str:
-    # CI systems name the commit in the environment; a checkout can ask git.
+def git_commit() -> str:
+    """Short commit of the source tree, or ``"unknown"``.
+
+    CI systems name the commit in the environment (``LLMLAB_GIT_COMMIT``,
+    ``GITHUB_SHA``); a checkout asks git. Importing this module does not import
+    torch, so the site's build hook can ask cheaply.
+    """
     for var in ("LLMLAB_GIT_COMMIT", "GITHUB_SHA"):
         if os.environ.get(var):
             return os.environ[var][:12]
@@ -74,9 +77,11 @@ def build_info(device: str = "cpu") -> BuildInfo:
     Returns:
         A :class:`BuildInfo`.
     """
+    import torch  # here, not at the top: git_commit() alone must stay light
+
     return BuildInfo(
         llmlab_version=__version__,
-        git_commit=_git_commit(),
+        git_commit=git_commit(),
         torch_version=torch.__version__,
         device=device,
         threads=torch.get_num_threads(),
