@@ -483,7 +483,6 @@ def _start_experiment_prefetch() -> None:
     STATE.experiments_planned = True
     import concurrent.futures as cf
     import importlib
-    import multiprocessing
 
     from llmlab import cache
 
@@ -512,28 +511,54 @@ def _start_experiment_prefetch() -> None:
                         if key in seen or (folder / f"{key}.pkl").exists():
                             continue
                         seen.add(key)
-                        group.append((part.__module__, part.__name__, part_kwargs))
+                        group.append((getattr(part, "cost", 0.0), part.__module__,
+                                      part.__name__, part_kwargs))
         jobs = _schedule(groups)
         if jobs:
-            context = multiprocessing.get_context("spawn")  # no forked torch threads
-            STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context)
-            for module, name, kwargs in jobs:
+            STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)),
+                                                mp_context=_worker_context())
+            for _cost, module, name, kwargs in jobs:
                 future = STATE.pool.submit(cache.compute_in_worker, module, name, kwargs)
                 STATE.prefetched.append({"name": f"{module}.{name}", "future": future})
 
 
-def _schedule(groups: list[list[Any]]) -> list[Any]:
-    """The order in which the workers get the jobs.
+def _worker_context() -> Any:
+    """How worker processes start: forked from a server that has imported torch.
 
-    An experiment is split into parts because it is slow, so split experiments
-    go first, and their parts are dealt out in turn (one part of each, then the
-    next): the parts of one experiment tend to be alike, and the slowest
-    experiment's parts should not all wait at the end of the queue while the
-    other workers run out of work.
+    A fresh interpreter per worker ("spawn") would import torch in each, and
+    the first optimizer a process builds imports ``torch._dynamo`` too: about
+    4 s of CPU per worker. The forkserver imports them once (and keeps them
+    for the rebuilds of a ``mkdocs serve``) and forks each worker from there.
+    Plain "fork" of this process is not safe: the notebook threads run beside
+    it. ``llmlab`` itself is not preloaded: the server outlives a rebuild, and a
+    worker must import the source as it is now.
     """
-    split = [g for g in groups if len(g) > 1]
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")  # Windows
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch.optim", "torch._dynamo"])
+    return context
+
+
+def _schedule(groups: list[list[Any]]) -> list[Any]:
+    """The order in which the workers get the jobs ``(cost, module, name, kwargs)``.
+
+    Costliest first (the ``cost`` hint of ``@cached``): a long job that starts
+    last runs alone at the end while the other cores idle, and the short ones
+    fill the gaps instead (longest-processing-time-first). The page's own
+    process also computes any part no worker has started yet when it gets
+    there. Among equal costs, split experiments go first, and their parts are
+    dealt out in turn (one part of each, then the next), each experiment's in
+    reverse: the page asks for the parts in order, so the workers start with
+    the ones it will need last, and the two meet in the middle (a worker skips
+    a part the page is computing; the page waits for one a worker is).
+    """
+    split = [g[::-1] for g in groups if len(g) > 1]
     order = [job for round_ in itertools.zip_longest(*split) for job in round_ if job is not None]
-    return order + [job for g in groups if len(g) <= 1 for job in g]
+    order += [job for g in groups if len(g) <= 1 for job in g]
+    return sorted(order, key=lambda job: -job[0])  # stable: ties keep the order above
 
 
 def _start_notebook_prefetch(config: Any) -> None:
@@ -567,7 +592,10 @@ def _finish_prefetch() -> None:
     for job in STATE.prefetched:
         future = job.pop("future")
         error = future.exception()
-        job["seconds"] = None if error else future.result()
+        seconds = None if error else future.result()
+        job["seconds"] = seconds
+        # None without an error: the page (or another worker) was computing it
+        job["skipped"] = error is None and seconds is None
         job["error"] = None if error is None else repr(error)
     STATE.pool = STATE.threads = None
 

@@ -132,3 +132,26 @@ def test_no_residual_claims_hold_on_both_paths() -> None:
         for window in (run.losses[:50], run.losses[-50:]):
             assert abs(sum(window) / 50 - math.log(10)) < 0.1, fast
         assert run.accuracy < 0.2, fast
+
+
+def test_workers_start_with_the_costliest_parts_the_page_needs_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Longest first (no long job left to run alone); each experiment's parts from its end."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", "unused")  # the hook sets a default on import
+    spec = importlib.util.spec_from_file_location("llmlab_build", root / "hooks/llmlab_build.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+
+    copies = [(7.0, "m", "copy", {"n_heads": h}) for h in (1, 2, 3, 6)]
+    kinds = [(16.0, "m", "residual", {"kind": k}) for k in ("pre", "post", "none")]
+    cheap = [[(0.0, "m", f"cheap{i}", {})] for i in range(2)]
+    order = hook._schedule([cheap[0], copies, kinds, cheap[1]])
+    assert [job[2] for job in order] == ["residual"] * 3 + ["copy"] * 4 + ["cheap0", "cheap1"]
+    assert [job[3]["kind"] for job in order[:3]] == ["none", "post", "pre"]
+    assert [job[3]["n_heads"] for job in order[3:7]] == [6, 3, 2, 1]
+    # the experiments really declare these costs
+    assert mh.run_residual_variant.cost > mh.run_copy_runs.cost > 0

@@ -158,3 +158,20 @@ def test_snippet_hash_covers_exactly_what_the_code_imports() -> None:
              for p in cache.dependency_files("llmlab.experiments.multihead")}
     assert {"experiments/multihead.py", "models/gpt2.py", "cache.py"} <= files
     assert "norm.py" not in files and "position.py" not in files
+
+
+def test_a_worker_skips_a_result_another_process_is_computing(tmp_path: Path) -> None:
+    """A build worker does not wait for (or repeat) what the page is computing."""
+    fcntl = pytest.importorskip("fcntl")  # the lock is POSIX-only (see cache._key_lock)
+    key = cache.cache_key(experiment, n=5)
+    lock = tmp_path / "cache" / f"{key}.lock"
+    lock.parent.mkdir(parents=True)
+    CALLS.clear()
+    with lock.open("a+b") as held:  # what the page's process holds while it computes
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert cache.compute_in_worker(__name__, "experiment", {"n": 5}) is None
+    assert CALLS == []
+    seconds = cache.compute_in_worker(__name__, "experiment", {"n": 5})
+    assert seconds is not None and seconds >= 0
+    assert CALLS == [5]
+    assert (tmp_path / "cache" / f"{key}.pkl").is_file()

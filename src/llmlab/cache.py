@@ -315,7 +315,9 @@ def _compute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, fl
     return result, time.perf_counter() - start
 
 
-def cached(fn: F | None = None, *, parts: Callable[..., list] | None = None) -> F:
+def cached(
+    fn: F | None = None, *, parts: Callable[..., list] | None = None, cost: float = 0.0
+) -> F:
     """Decorate an experiment so that its results are content-addressed.
 
     The wrapped function returns a deep copy of the stored result, so a caller
@@ -326,9 +328,12 @@ def cached(fn: F | None = None, *, parts: Callable[..., list] | None = None) -> 
         parts: Optional ``parts(**bound_arguments) -> [(cached_fn, kwargs), ...]``
             naming the independent cached experiments ``fn`` calls. A build can
             compute them side by side (see :func:`plan`) before ``fn`` itself.
+        cost: Rough seconds one call takes with its default arguments on one
+            core. Only a scheduling hint: a build hands the costliest calls to
+            its workers first, so that no long call starts last and runs alone.
     """
     if fn is None:
-        return functools.partial(cached, parts=parts)  # type: ignore[return-value]
+        return functools.partial(cached, parts=parts, cost=cost)  # type: ignore[return-value]
 
     name = f"{fn.__module__}.{fn.__qualname__}"
 
@@ -365,6 +370,7 @@ def cached(fn: F | None = None, *, parts: Callable[..., list] | None = None) -> 
 
     wrapper.uncached = fn  # type: ignore[attr-defined]
     wrapper.parts = parts  # type: ignore[attr-defined]
+    wrapper.cost = cost  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
@@ -387,19 +393,42 @@ def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callab
     return calls
 
 
-def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float:
+def _locked_elsewhere(path: Path) -> bool:
+    """True if another process holds the lock of the result stored at ``path``."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locks (see _key_lock)
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float | None:
     """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds.
 
     Used by the site build to compute independent experiments in worker
-    processes (single-threaded each) while it renders pages.
+    processes (single-threaded each) while it renders pages. Returns ``None``
+    at once, computing nothing, when another process (the page itself, or
+    another worker) is computing the same result: waiting for it would leave
+    this worker idle while other jobs are queued.
     """
     import importlib
 
     import torch
 
     torch.set_num_threads(1)
+    fn = getattr(importlib.import_module(module), name)
+    folder = cache_dir()
+    if folder is not None and _locked_elsewhere(folder / f"{cache_key(fn, **kwargs)}.pkl"):
+        return None
     start = time.perf_counter()
-    getattr(importlib.import_module(module), name)(**kwargs)
+    fn(**kwargs)
     return time.perf_counter() - start
 
 

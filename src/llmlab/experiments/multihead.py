@@ -350,7 +350,7 @@ class CopyRuns:
     profile: list[list[float]]  # [head][offset], first seed
 
 
-@cached
+@cached(cost=7.0)  # seconds, per head count (3 seeds side by side)
 def run_copy_runs(
     n_heads: int,
     seeds: tuple[int, ...] = (0, 1, 2),
@@ -686,7 +686,7 @@ def _deep_accuracy(model: _DeepModel, offset: int, n_eval: int) -> float:
     return (pred == x[:, :-offset]).float().mean().item()
 
 
-@cached
+@cached(cost=16.0)  # seconds, per kind
 def run_residual_variant(
     kind: str,
     n_layers: int = 8,
