@@ -11,24 +11,23 @@
 # %% [markdown]
 # # 多头注意力的分工 · How heads split the work
 #
-# 这个笔记本训练[多头注意力与 Transformer 块](../../lectures/multihead-transformer-block/)
+# 这个笔记本打开[多头注意力与 Transformer 块](../../lectures/multihead-transformer-block/)
 # 第 3 个实验里的模型：一层因果多头注意力，在每个位置 $t$ 同时输出 $x_{t-1}$、$x_{t-2}$ 和
-# $x_{t-4}$。训练完后，我们画出每个头完整的 $T \times T$ 注意力图，看每个头负责哪个位置。
+# $x_{t-4}$。我们画出每个头完整的 $T \times T$ 注意力图，看每个头负责哪个位置。
 # 也可以直接运行：`python examples/copy_task_heads.py`。
 #
-# This notebook trains the model of the third experiment of [Multi-head attention and
+# This notebook opens up the models of the third experiment of [Multi-head attention and
 # the Transformer block](../../lectures/multihead-transformer-block/): one causal
 # multi-head attention layer that must output $x_{t-1}$, $x_{t-2}$ and $x_{t-4}$ at every
-# position $t$. After training we draw every head's full $T \times T$ attention
-# map to see which position each head took. It also runs as a plain script:
+# position $t$. We draw every head's full $T \times T$ attention map to see which
+# position each head took. It also runs as a plain script:
 # `python examples/copy_task_heads.py`.
 
 # %%
 import torch
 from IPython.display import SVG, Markdown, display
 
-from llmlab.experiments.multihead import evaluate_copy_model, train_copy_model
-from llmlab.params import count_parameters
+from llmlab.experiments.multihead import run_copy_runs
 from llmlab.report import fmt_int, fmt_pct, heatmap_svg, markdown_table
 
 torch.set_num_threads(1)
@@ -37,19 +36,24 @@ OFFSETS = (1, 2, 4)
 # %% [markdown]
 # ## 训练 · Training
 #
-# 总维度 $D = 24$，3 个头（每个头 8 维）。讲义里训练 1500 步；这里用 800 步，几秒钟就够了。
+# 总维度 $D = 24$，3 个头（每个头 8 维），种子 0、1、2 各训练 1500 步 Adam，和讲义完全一样。
+# `run_copy_runs` 就是讲义调用的那个函数，结果按内容缓存：构建网站时，讲义和这个笔记本共用同一次训练；
+# 单独运行（没有设置 `LLMLAB_CACHE_DIR`）时就在这里训练，几秒钟。下面看种子 0 的模型。
 # 评估用 2000 个没见过的序列；瞎猜的准确率是 10%。
 #
-# Width $D = 24$ with 3 heads of 8 dimensions. The lecture trains for 1500 steps; 800
-# are enough here and take a few seconds. Evaluation uses 2000 unseen sequences; guessing is
-# right 10% of the time.
+# Width $D = 24$ with 3 heads of 8 dimensions, seeds 0, 1 and 2, 1500 Adam steps each:
+# exactly the lecture's run. `run_copy_runs` is the function the lecture calls, and its
+# results are cached by content: in the site build, the lecture and this notebook share
+# one training run; run on its own (without `LLMLAB_CACHE_DIR` set), it trains here in a
+# few seconds. Below we look at seed 0's model. Evaluation uses 2000 unseen sequences;
+# guessing is right 10% of the time.
 
 # %%
-model = train_copy_model(n_heads=3, seed=0, offsets=OFFSETS, steps=800)
-accs, attn = evaluate_copy_model(model, offsets=OFFSETS)  # attn: (2000, H, T, T)
+runs = run_copy_runs(n_heads=3, offsets=OFFSETS)  # the lecture's run, every seed
+accs = runs.accuracy[0]  # seed 0, one accuracy per target
 rows = [[f"x[t−{k}]", fmt_pct(a)] for k, a in zip(OFFSETS, accs)]
 display(Markdown(markdown_table(["target", "accuracy"], rows)))
-display(Markdown(f"parameters: {fmt_int(count_parameters(model))}"))
+display(Markdown(f"parameters: {fmt_int(runs.n_params)}"))
 assert min(accs) > 0.9, accs  # all three targets learned
 
 # %% [markdown]
@@ -64,7 +68,7 @@ assert min(accs) > 0.9, accs  # all three targets learned
 # specialises in offset $o$ puts its weight on the $o$-th line below the diagonal.
 
 # %%
-mean_attn = attn.mean(dim=0)  # (H, T, T)
+mean_attn = torch.tensor(runs.attention)  # (H, T, T): seed 0, mean over the 2000 sequences
 T = mean_attn.shape[-1]
 start = max(OFFSETS)
 taken = []
@@ -82,8 +86,8 @@ assert sorted(taken) == list(OFFSETS)  # one head per offset
 
 # %% [markdown]
 # 三个头各自认领了一个偏移量：训练自己完成了分工。
-# 试试把 `n_heads` 改成 1：唯一的那个头只能把权重分给几个位置，总有一个目标学不会。
+# 试试 `run_copy_runs(n_heads=1)`：唯一的那个头只能把权重分给几个位置，总有一个目标学不会。
 #
 # Each of the three heads has claimed one offset: training divided the work by itself.
-# Try `n_heads=1`: the single head can only spread its weight over several positions,
-# and one target is never learned.
+# Try `run_copy_runs(n_heads=1)`: the single head can only spread its weight over several
+# positions, and one target is never learned.

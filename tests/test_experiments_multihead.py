@@ -11,6 +11,7 @@ from llmlab.experiments.multihead import (
     WhyMultiheadResult,
     collapse_score,
     evaluate_copy_model,
+    run_copy_runs,
     run_residual_ablation,
     run_why_multihead,
     train_copy_model,
@@ -49,6 +50,21 @@ def test_why_multihead_structure(heads_result):
                for row in p)
     assert [len(r.head_offsets(h)) for h in r.heads] == [1, 3]
     pickle.loads(pickle.dumps(r))
+
+
+def test_copy_runs_keep_the_first_seeds_full_attention_maps():
+    """What the copy-task notebook draws: causal rows of weights that sum to 1."""
+    runs = run_copy_runs.uncached(3, seeds=(0, 1), steps=30, n_eval=100)
+    attn = torch.tensor(runs.attention)  # (H, T, T)
+    assert attn.shape == (3, 12, 12)
+    assert torch.allclose(attn.sum(-1), torch.ones(3, 12), atol=1e-5)
+    assert torch.all(attn.triu(1) == 0)  # no weight on later keys
+    # the per-offset profile is these maps read along the diagonals
+    queries = torch.arange(4, 12)  # t >= max(offsets)
+    for h in range(3):
+        for o in range(5):
+            assert runs.profile[h][o] == pytest.approx(
+                attn[h, queries, queries - o].mean().item(), abs=1e-5)
 
 
 def test_parameter_count_does_not_depend_on_heads(heads_result):

@@ -342,12 +342,14 @@ def train_copy_models(
 
 @dataclass
 class CopyRuns:
-    """One head count of :func:`run_why_multihead`: every seed's accuracy."""
+    """One head count of :func:`run_why_multihead`: every seed's accuracy per
+    target, and where the first seed's heads look (by offset, and as full maps)."""
 
     n_heads: int
     accuracy: list[list[float]]  # [seed][target]
     n_params: int
     profile: list[list[float]]  # [head][offset], first seed
+    attention: list[list[list[float]]]  # [head][query][key], first seed, mean weights
 
 
 @cached(cost=7.0)  # seconds, per head count (3 seeds side by side)
@@ -377,14 +379,15 @@ def run_copy_runs(
         models = train_copy_models(n_heads, tuple(seeds), *args)
     else:
         models = [train_copy_model(n_heads, seed, *args) for seed in seeds]
-    accuracy, profile = [], []
+    accuracy, profile, attention = [], [], []
     for i, model in enumerate(models):
         accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
         accuracy.append(accs)
         if i == 0:  # what each head attends to: first seed
             start = max(offsets)
             profile = _offset_profile(attn, start, start + 4)
-    return CopyRuns(n_heads, accuracy, count_parameters(models[0]), profile)
+            attention = attn.mean(dim=0).tolist()  # (H, T, T) over the evaluation
+    return CopyRuns(n_heads, accuracy, count_parameters(models[0]), profile, attention)
 
 
 def _why_multihead_parts(heads: tuple[int, ...], **kwargs) -> list:
