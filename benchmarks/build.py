@@ -18,6 +18,10 @@ the serve measurements never touch your checkout):
   module should be);
 * peak memory of a cold build over its whole process tree: summed PSS (the real
   footprint) and summed RSS (an upper bound that counts shared pages per process).
+  These are separate cold builds, not the timed ones: reading a process's PSS
+  makes the kernel walk its page tables, about 10 ms of CPU per torch process,
+  so sampling a build's eight or so processes five times a second takes a
+  quarter of a core, which on two cores slowed the build it watched by 10-15 %.
 
 These machines are shared and noisy: the script reports medians with min and
 max, and ratios between numbers taken in the same run.
@@ -73,8 +77,12 @@ def _env(tree: Path, cache: Path | None, **extra: str) -> dict[str, str]:
     return env
 
 
-def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int, int]:
+def _build(tree: Path, cache: Path | None, site: Path,
+           sample_memory: bool = False) -> tuple[float, int, int]:
     """Wall seconds, peak summed RSS and peak summed PSS (bytes) of one strict build.
+
+    The peaks are 0 unless ``sample_memory`` (see the module docstring for why a
+    timed build does not sample).
 
     RSS counts the pages that processes share (libtorch's code, mostly) once per
     process, so its sum over the build's processes overstates the memory the
@@ -82,12 +90,14 @@ def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int, int]
     so its sum is the build's real footprint.
     """
     start = time.perf_counter()
+    # output to a file: a pipe nobody reads while we sample could fill and block the build
+    log = (site.parent / f"{site.name}.log").open("wb")
     proc = psutil.Popen(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
-        cwd=tree, env=_env(tree, cache), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=tree, env=_env(tree, cache), stdout=log, stderr=subprocess.STDOUT,
     )
     peak = peak_pss = 0
-    while proc.poll() is None:
+    while sample_memory and proc.poll() is None:
         rss = pss = 0
         try:
             for p in [proc, *proc.children(recursive=True)]:
@@ -97,8 +107,10 @@ def _build(tree: Path, cache: Path | None, site: Path) -> tuple[float, int, int]
             pass  # a process ended while we looked: skip this sample's rest
         peak, peak_pss = max(peak, rss), max(peak_pss, pss)
         time.sleep(0.2)
+    proc.wait()
     seconds = time.perf_counter() - start
-    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    log.close()
+    out = (site.parent / f"{site.name}.log").read_text(encoding="utf-8", errors="replace")
     if proc.returncode:
         raise SystemExit(f"build failed ({proc.returncode}):\n{out[-4000:]}")
     return seconds, peak, peak_pss
@@ -216,33 +228,42 @@ def _stats(xs: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--mem-reps", type=int, default=None,
+                        help="cold builds that sample memory (default: --reps)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--skip-serve", action="store_true")
     parser.add_argument("--skip-builds", action="store_true",
                         help="only the naive and serve measurements")
     args = parser.parse_args()
+    if args.mem_reps is None:
+        args.mem_reps = args.reps
 
     results: dict[str, object] = {"cpu_count": os.cpu_count(), "reps": args.reps}
     with tempfile.TemporaryDirectory(prefix="llmlab-bench-") as tmp_name:
         tmp = Path(tmp_name)
         tree = _copy_tree(tmp / "tree")
-        cold, warm, peaks, peaks_pss = [], [], [], []
+        cold, warm, sampled, peaks, peaks_pss = [], [], [], [], []
         for i in range(0 if args.skip_builds else args.reps):
             cache = tmp / f"cache-{i}"
-            seconds, peak, peak_pss = _build(tree, cache, tmp / f"site-cold-{i}")
-            cold.append(seconds)
+            cold.append(_build(tree, cache, tmp / f"site-cold-{i}")[0])
+            warm.append(_build(tree, cache, tmp / f"site-warm-{i}")[0])
+        for i in range(0 if args.skip_builds else args.mem_reps):
+            seconds, peak, peak_pss = _build(tree, tmp / f"cache-mem-{i}",
+                                             tmp / f"site-mem-{i}", sample_memory=True)
+            sampled.append(seconds)
             peaks.append(peak / 2**30)
             peaks_pss.append(peak_pss / 2**30)
-            seconds, _, _ = _build(tree, cache, tmp / f"site-warm-{i}")
-            warm.append(seconds)
         if cold:
             results["cold_build_s"] = _stats(cold)
             results["warm_build_s"] = _stats(warm)
+            print("cold:", cold, "warm:", warm, flush=True)
+        if sampled:
             results["cold_peak_pss_gib"] = _stats(peaks_pss)
             results["cold_peak_rss_gib"] = _stats(peaks)
-            print("cold:", cold, "warm:", warm, "peak PSS GiB:", peaks_pss,
-                  "peak summed RSS GiB:", peaks, flush=True)
+            results["cold_build_sampling_memory_s"] = _stats(sampled)
+            print("peak PSS GiB:", peaks_pss, "peak summed RSS GiB:", peaks,
+                  "seconds of these builds:", sampled, flush=True)
         if not args.skip_naive:
             one_pass = _naive_seconds(tree)
             results["naive_one_language_s"] = one_pass
@@ -259,7 +280,8 @@ def main() -> None:
     rows = [(label, results[key]) for label, key in (
         ("cold build (s)", "cold_build_s"), ("warm build (s)", "warm_build_s"),
         ("cold peak PSS (GiB)", "cold_peak_pss_gib"),
-        ("cold peak summed RSS (GiB)", "cold_peak_rss_gib")) if key in results]
+        ("cold peak summed RSS (GiB)", "cold_peak_rss_gib"),
+        ("cold, sampling memory (s)", "cold_build_sampling_memory_s")) if key in results]
     print(f"{'measure':<28}{'median':>10}{'min':>10}{'max':>10}")
     for label, st in rows:
         print(f"{label:<28}{st['median']:>10.2f}{st['min']:>10.2f}{st['max']:>10.2f}")
