@@ -226,7 +226,10 @@ def _ensemble_logits(
     """:class:`OneLayerAttention` for ``E`` models at once: ids ``(E, B, T)``.
 
     ``p`` holds each parameter of the single model stacked along a new first
-    axis (``p["attn.qkv.weight"]`` is ``(E, 3D, D)``). Every step mirrors a line
+    axis (``p["attn.qkv.weight"]`` is ``(E, 3D, D)``), except that the ``K``
+    read-outs ``outs.i`` of each model are one ``(K*V, D)`` layer,
+    ``p["outs.weight"]`` ``(E, K*V, D)`` and ``p["outs.bias"]`` ``(E, K*V)``
+    (see :func:`train_copy_models`). Every step mirrors a line
     of ``OneLayerAttention.forward`` and ``MultiHeadSelfAttention.forward_steps``;
     ``test_seeds_trained_side_by_side_match_one_at_a_time`` keeps them in step.
 
@@ -268,13 +271,11 @@ def _ensemble_logits(
     concat = heads.view(E, B, H, T, Dh).transpose(2, 3).reshape(E, B * T, D)
     proj_w, proj_b = p["attn.proj.weight"], p["attn.proj.bias"]  # (E, D, D), (E, D)
     h = h + torch.baddbmm(proj_b[:, None], concat, proj_w.transpose(1, 2))  # residual
-    # all K read-outs as one (K*V, D) layer per model; W @ h^T puts V in the middle
-    K = n_targets
-    out_w = torch.cat([p[f"outs.{i}.weight"] for i in range(K)], 1)  # (E, K*V, D)
-    out_b = torch.cat([p[f"outs.{i}.bias"] for i in range(K)], 1)  # (E, K*V)
+    # all K read-outs at once; W @ h^T puts V in the middle
+    out_w, out_b = p["outs.weight"], p["outs.bias"]  # (E, K*V, D), (E, K*V)
     logits = torch.baddbmm(out_b[:, :, None], out_w, h.transpose(1, 2))  # (E, K*V, B*T)
-    V = out_w.shape[1] // K
-    return logits.view(E * K, V, B, T)[..., start:]  # (E*K, V, B, T - start)
+    V = out_w.shape[1] // n_targets
+    return logits.view(E * n_targets, V, B, T)[..., start:]  # (E*K, V, B, T - start)
 
 
 def train_copy_models(
@@ -307,13 +308,16 @@ def train_copy_models(
     for seed in seeds:
         torch.manual_seed(seed)  # the same initial weights as train_copy_model
         models.append(OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets)))
-    names = [name for name, _ in models[0].named_parameters()]
-    stacked = {
-        name: torch.stack([dict(m.named_parameters())[name].detach() for m in models])
-        .clone()
-        .requires_grad_()
-        for name in names
-    }
+    def stack(tensors: list[Tensor]) -> Tensor:  # (E, ...): one trainable tensor
+        return torch.stack([t.detach() for t in tensors]).clone().requires_grad_()
+
+    names = [n for n, _ in models[0].named_parameters() if not n.startswith("outs.")]
+    stacked = {name: stack([dict(m.named_parameters())[name] for m in models])
+               for name in names}
+    # each model's K read-outs (V, D) as one (K*V, D) layer: one matmul per step
+    # for all of them, and nothing to concatenate again at every step
+    stacked["outs.weight"] = stack([torch.cat([o.weight for o in m.outs]) for m in models])
+    stacked["outs.bias"] = stack([torch.cat([o.bias for o in m.outs]) for m in models])
     # fused=True: one kernel computes Adam's update for every tensor; the CPU
     # default runs a loop of small tensor operations per parameter
     opt = torch.optim.Adam(stacked.values(), lr=lr, fused=True)
@@ -335,8 +339,11 @@ def train_copy_models(
         opt.step()
     with torch.no_grad():
         for i, model in enumerate(models):
-            for name, param in model.named_parameters():
-                param.copy_(stacked[name][i])
+            for name in names:
+                model.get_parameter(name).copy_(stacked[name][i])
+            for j, out in enumerate(model.outs):  # rows j*V .. (j+1)*V - 1 of the read-out
+                out.weight.copy_(stacked["outs.weight"][i].chunk(len(offsets))[j])
+                out.bias.copy_(stacked["outs.bias"][i].chunk(len(offsets))[j])
     return models
 
 
