@@ -531,12 +531,14 @@ def _worker_context() -> Any:
     for the rebuilds of a ``mkdocs serve``) and forks each worker from there.
     Plain "fork" of this process is not safe: the notebook threads run beside
     it. ``llmlab`` itself is not preloaded: the server outlives a rebuild, and a
-    worker must import the source as it is now.
+    worker must import the source as it is now. Linux only: macOS frameworks
+    that torch loads are not safe to fork (Python spawns there by default too),
+    and Windows has no fork.
     """
     import multiprocessing
 
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")  # Windows
+    if not sys.platform.startswith("linux"):
+        return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "torch.optim", "torch._dynamo"])
     return context

@@ -410,7 +410,7 @@ def _locked_elsewhere(path: Path) -> bool:
 
 
 def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float | None:
-    """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds.
+    """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds, or None.
 
     Used by the site build to compute independent experiments in worker
     processes (single-threaded each) while it renders pages. Returns ``None``

@@ -308,6 +308,7 @@ def train_copy_models(
     for seed in seeds:
         torch.manual_seed(seed)  # the same initial weights as train_copy_model
         models.append(OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets)))
+
     def stack(tensors: list[Tensor]) -> Tensor:  # (E, ...): one trainable tensor
         return torch.stack([t.detach() for t in tensors]).clone().requires_grad_()
 
