@@ -20,8 +20,8 @@ the serve measurements never touch your checkout):
   footprint) and summed RSS (an upper bound that counts shared pages per process).
   These are separate cold builds, not the timed ones: reading a process's PSS
   makes the kernel walk its page tables, about 10 ms of CPU per torch process,
-  so sampling a build's eight or so processes five times a second takes a
-  quarter of a core, which on two cores slowed the build it watched by 10-15 %.
+  so sampling a build's six to eight processes five times a second takes a third
+  of a core or more, which on two cores slowed the build it watched by 10-20 %.
 
 These machines are shared and noisy: the script reports medians with min and
 max, and ratios between numbers taken in the same run.
@@ -91,11 +91,11 @@ def _build(tree: Path, cache: Path | None, site: Path,
     """
     start = time.perf_counter()
     # output to a file: a pipe nobody reads while we sample could fill and block the build
-    log = (site.parent / f"{site.name}.log").open("wb")
-    proc = psutil.Popen(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
-        cwd=tree, env=_env(tree, cache), stdout=log, stderr=subprocess.STDOUT,
-    )
+    with (site.parent / f"{site.name}.log").open("wb") as log:
+        proc = psutil.Popen(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+            cwd=tree, env=_env(tree, cache), stdout=log, stderr=subprocess.STDOUT,
+        )
     peak = peak_pss = 0
     while sample_memory and proc.poll() is None:
         rss = pss = 0
@@ -109,7 +109,6 @@ def _build(tree: Path, cache: Path | None, site: Path,
         time.sleep(0.2)
     proc.wait()
     seconds = time.perf_counter() - start
-    log.close()
     out = (site.parent / f"{site.name}.log").read_text(encoding="utf-8", errors="replace")
     if proc.returncode:
         raise SystemExit(f"build failed ({proc.returncode}):\n{out[-4000:]}")
@@ -212,7 +211,8 @@ def _serve(tree: Path, cache: Path, reps: int) -> dict[str, object]:
         # recomputed here, or by the build's worker processes
         recomputed = sorted({e["name"] for e in report.get("experiments", [])
                              if e["source"] == "computed"}
-                            | {p["name"] for p in report.get("prefetched", [])})
+                            | {p["name"] for p in report.get("prefetched", [])
+                               if p.get("seconds") is not None})  # not the skipped ones
         return {"prose_edit_s": _stats(prose), "source_edit_s": source_edit,
                 "recomputed_after_editing_feed_forward": recomputed}
     finally:
@@ -239,7 +239,8 @@ def main() -> None:
     if args.mem_reps is None:
         args.mem_reps = args.reps
 
-    results: dict[str, object] = {"cpu_count": os.cpu_count(), "reps": args.reps}
+    results: dict[str, object] = {"cpu_count": os.cpu_count(), "reps": args.reps,
+                                  "mem_reps": 0 if args.skip_builds else args.mem_reps}
     with tempfile.TemporaryDirectory(prefix="llmlab-bench-") as tmp_name:
         tmp = Path(tmp_name)
         tree = _copy_tree(tmp / "tree")

@@ -82,6 +82,7 @@ class _State:
         self.notebooks: list[dict[str, Any]] = []
         self.notebook_locks: dict[str, threading.Lock] = {}
         self.pool: Any = None
+        self.submitter: Any = None
         self.threads: Any = None
         self.prefetched: list[dict[str, Any]] = []
         self.source_hash = ""
@@ -512,14 +513,31 @@ def _start_experiment_prefetch() -> None:
                             continue
                         seen.add(key)
                         group.append((getattr(part, "cost", 0.0), part.__module__,
-                                      part.__name__, part_kwargs))
+                                      part.__name__, part_kwargs, key))
         jobs = _schedule(groups)
         if jobs:
             STATE.pool = cf.ProcessPoolExecutor(min(workers, len(jobs)),
                                                 mp_context=_worker_context())
-            for _cost, module, name, kwargs in jobs:
-                future = STATE.pool.submit(cache.compute_in_worker, module, name, kwargs)
-                STATE.prefetched.append({"name": f"{module}.{name}", "future": future})
+            # Starting the first worker waits until the forkserver has imported
+            # torch (seconds, on a cold build): submit from a thread, so that the
+            # pages go on rendering meanwhile.
+            STATE.submitter = threading.Thread(target=_submit, args=(STATE.pool, jobs),
+                                               daemon=True)
+            STATE.submitter.start()
+
+
+def _submit(pool: Any, jobs: list[Any]) -> None:
+    from llmlab import cache
+
+    for _cost, module, name, kwargs, key in jobs:
+        job = {"name": f"{module}.{name}", "key": key[:16], "kwargs": kwargs}
+        try:
+            job["future"] = pool.submit(cache.compute_in_worker, module, name, kwargs)
+        except Exception as error:  # noqa: BLE001 - a broken pool: the pages compute
+            job["error"] = repr(error)
+            STATE.prefetched.append(job)
+            return
+        STATE.prefetched.append(job)
 
 
 def _worker_context() -> Any:
@@ -531,7 +549,10 @@ def _worker_context() -> Any:
     for the rebuilds of a ``mkdocs serve``) and forks each worker from there.
     Plain "fork" of this process is not safe: the notebook threads run beside
     it. ``llmlab`` itself is not preloaded: the server outlives a rebuild, and a
-    worker must import the source as it is now. Linux only: macOS frameworks
+    worker must import the source as it is now (a worker's environment is the
+    one the server started with, in the first build of a ``serve``: the
+    variables this hook sets are set when it is imported, before that). Linux
+    only: macOS frameworks
     that torch loads are not safe to fork (Python spawns there by default too),
     and Windows has no fork.
     """
@@ -588,18 +609,24 @@ def _start_notebook_prefetch(config: Any) -> None:
 
 
 def _finish_prefetch() -> None:
+    if STATE.submitter is not None:
+        STATE.submitter.join()
     for executor in (STATE.pool, STATE.threads):
         if executor is not None:
             executor.shutdown(wait=True)
     for job in STATE.prefetched:
-        future = job.pop("future")
+        future = job.pop("future", None)
+        if future is None:
+            job["seconds"], job["skipped"] = None, False  # not submitted: see "error"
+            continue
         error = future.exception()
         seconds = None if error else future.result()
         job["seconds"] = seconds
-        # None without an error: the page (or another worker) was computing it
+        # None without an error: stored already, or another process (the page, a
+        # notebook's kernel) held its lock, and computed it
         job["skipped"] = error is None and seconds is None
         job["error"] = None if error is None else repr(error)
-    STATE.pool = STATE.threads = None
+    STATE.pool = STATE.threads = STATE.submitter = None
 
 
 def on_env(env: Any, config: Any, files: Any) -> Any:  # noqa: ARG001

@@ -42,6 +42,9 @@ def test_fast_path_gives_the_reference_accuracies() -> None:
     for accs_fast, accs_ref in zip(fast.accuracy, ref.accuracy):
         for a, b in zip(accs_fast, accs_ref):
             assert abs(a - b) <= 2 / 300  # at most a couple of the 300×T predictions
+    # what the heads look at (the notebook's maps, the lecture's profile)
+    assert torch.allclose(torch.tensor(fast.attention), torch.tensor(ref.attention), atol=1e-3)
+    assert torch.allclose(torch.tensor(fast.profile), torch.tensor(ref.profile), atol=1e-3)
 
 
 # run_residual_ablation's defaults (the page's model), trained for 25 steps
@@ -163,6 +166,8 @@ def test_workers_start_with_the_costliest_parts_the_page_needs_last(
     assert mh.run_residual_variant.cost > mh.run_copy_runs.cost > 0
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="the forkserver is used on Linux only (spawn elsewhere)")
 def test_build_workers_start_with_torch_but_without_llmlab(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server the workers fork from outlives a `mkdocs serve` rebuild, so it may hold
     torch (imported once) but no llmlab module: a worker must import today's source."""

@@ -175,3 +175,9 @@ def test_a_worker_skips_a_result_another_process_is_computing(tmp_path: Path) ->
     assert seconds is not None and seconds >= 0
     assert CALLS == [5]
     assert (tmp_path / "cache" / f"{key}.pkl").is_file()
+    # stored already (by the page, say): nothing to do
+    assert cache.compute_in_worker(__name__, "experiment", {"n": 5}) is None
+    assert CALLS == [5]
+    # and the page reads what the worker stored
+    assert experiment(n=5).values == experiment.uncached(n=5).values
+    assert cache.RUN_LOG[-1].source == "disk"

@@ -289,24 +289,38 @@ def clear_memory() -> None:
 
 
 @contextlib.contextmanager
-def _key_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``<key>.lock`` next to ``path``.
+def _key_lock(path: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on ``<key>.lock`` next to ``path``; yield whether held.
 
     Several processes (a build's workers, two terminals) asking for the same
-    result at once then compute it once: the others wait, then read it.
+    result at once then compute it once: the others wait, then read it. With
+    ``wait=False`` a lock another process holds is not waited for: the block
+    runs at once with ``False``.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:  # Windows: no cross-process single flight, still correct
-        yield
+        yield True
         return
     with open(path.with_suffix(".lock"), "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _store(path: Path, value: Any) -> None:
+    """Pickle ``value`` to ``path`` atomically: a reader never sees half a file."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
 
 
 def _compute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, float]:
@@ -331,6 +345,8 @@ def cached(
         cost: Rough seconds one call takes with its default arguments on one
             core. Only a scheduling hint: a build hands the costliest calls to
             its workers first, so that no long call starts last and runs alone.
+            It is written in the module's source, which is part of the key, so
+            changing it recomputes that module's cached results.
     """
     if fn is None:
         return functools.partial(cached, parts=parts, cost=cost)  # type: ignore[return-value]
@@ -357,11 +373,7 @@ def cached(
                         source = "disk"
                     else:
                         (result, compute_seconds), source = _compute(fn, args, kwargs), "computed"
-                        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                        with tmp.open("wb") as fh:
-                            pickle.dump((result, compute_seconds), fh,
-                                        protocol=pickle.HIGHEST_PROTOCOL)
-                        tmp.replace(path)  # atomic: a reader never sees half a file
+                        _store(path, (result, compute_seconds))
             _MEMORY[key] = (result, compute_seconds)
         RUN_LOG.append(
             RunRecord(name, key, time.perf_counter() - start, source, compute_seconds)
@@ -393,30 +405,16 @@ def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callab
     return calls
 
 
-def _locked_elsewhere(path: Path) -> bool:
-    """True if another process holds the lock of the result stored at ``path``."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no locks (see _key_lock)
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
 def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float | None:
     """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds, or None.
 
     Used by the site build to compute independent experiments in worker
-    processes (single-threaded each) while it renders pages. Returns ``None``
-    at once, computing nothing, when another process (the page itself, or
-    another worker) is computing the same result: waiting for it would leave
-    this worker idle while other jobs are queued.
+    processes (single-threaded each) while it renders pages. Returns ``None``,
+    computing nothing, when the result is already stored or another process
+    (the page, a notebook's kernel) holds its lock: waiting for that process
+    would leave this worker idle while other jobs are queued. The lock is
+    taken without waiting and held while computing, so the page that asks for
+    this result meanwhile waits for it instead of computing it again.
     """
     import importlib
 
@@ -425,11 +423,16 @@ def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float |
     torch.set_num_threads(1)
     fn = getattr(importlib.import_module(module), name)
     folder = cache_dir()
-    if folder is not None and _locked_elsewhere(folder / f"{cache_key(fn, **kwargs)}.pkl"):
-        return None
-    start = time.perf_counter()
-    fn(**kwargs)
-    return time.perf_counter() - start
+    if folder is None:
+        raise ValueError("compute_in_worker needs the disk cache (LLMLAB_CACHE_DIR) to "
+                         "hand its result back")
+    path = folder / f"{cache_key(fn, **kwargs)}.pkl"
+    with _key_lock(path, wait=False) as held:
+        if not held or path.exists():
+            return None
+        (result, seconds) = _compute(getattr(fn, "uncached", fn), (), kwargs)
+        _store(path, (result, seconds))
+    return seconds
 
 
 def run_log_markdown(prefix: str = "llmlab.experiments") -> str:
