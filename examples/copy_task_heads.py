@@ -36,10 +36,9 @@ OFFSETS = (1, 2, 4)
 # %% [markdown]
 # ## 训练 · Training
 #
-# 总维度 $D = 24$，3 个头（每个头 8 维），种子 0、1、2 各训练 1500 步 Adam，和讲义完全一样：
-# 讲义里的 `run_why_multihead()` 对每个头数调用一次 `run_copy_runs`，结果按内容缓存。
-# 构建网站时，讲义和这个笔记本共用同一次训练；单独运行（没有设置 `LLMLAB_CACHE_DIR`）时就在这里训练，
-# 几秒钟。下面看种子 0 的模型。评估用 2000 个没见过的序列；瞎猜的准确率是 10%。
+# 总维度 $D = 24$，3 个头（每个头 8 维），种子 0、1、2 各训练 1500 步 Adam，和讲义完全一样：讲义里的 `run_why_multihead()` 对每个头数调用一次 `run_copy_runs`，结果按内容缓存。
+# 构建网站时，讲义和这个笔记本共用同一次训练；单独运行（没有设置 `LLMLAB_CACHE_DIR`）时就在这里训练，几秒钟。
+# 下面看种子 0 的模型。评估用 2000 个没见过的序列；瞎猜的准确率是 10%。
 #
 # Width $D = 24$ with 3 heads of 8 dimensions, seeds 0, 1 and 2, 1500 Adam steps each:
 # exactly the lecture's run. The lecture's `run_why_multihead()` calls `run_copy_runs` once
@@ -86,8 +85,7 @@ assert sorted(taken) == list(OFFSETS)  # one head per offset
 
 # %% [markdown]
 # 三个头各自认领了一个偏移量：训练自己完成了分工。
-# 在新的单元格里试试 `run_copy_runs(n_heads=1).accuracy[0]`：唯一的那个头只能把权重分给几个位置，
-# 总有一个目标学不会（所以上面的两个 `assert` 对它不成立）。
+# 在新的单元格里试试 `run_copy_runs(n_heads=1).accuracy[0]`：唯一的那个头只能把权重分给几个位置，总有一个目标学不会（所以上面的两个 `assert` 对它不成立）。
 #
 # Each of the three heads has claimed one offset: training divided the work by itself.
 # In a new cell, try `run_copy_runs(n_heads=1).accuracy[0]`: the single head can only
