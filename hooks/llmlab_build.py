@@ -29,6 +29,11 @@ Each piece says which gap it covers. In short:
    language roots and leave the visible language switcher per page.
 7. A build report (which block or experiment ran, for how long, from where) is
    written to ``build-report.json`` in the site folder.
+8. Browsers other than Firefox render a line break between two Chinese
+   characters as a space (CSS Text 3's segment-break rule for CJK is not
+   implemented there), so Markdown wrapped mid-sentence shows stray spaces. We
+   drop such line breaks from each page's HTML, outside ``<pre>``, scripts and
+   styles.
 """
 
 from __future__ import annotations
@@ -650,6 +655,26 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str: 
     _clear_exec_sessions()
     STATE.page = page.file.src_uri
     return markdown
+
+
+# --------------------------------------------------------------------------
+# 8. no stray spaces where Chinese prose was wrapped
+# --------------------------------------------------------------------------
+_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # with full-width punctuation
+_CJK_BREAK = re.compile(f"(?<=[{_CJK}])[ \t]*\n[ \t]*(?=[{_CJK}])")
+_VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2>)", re.S | re.I)
+
+
+def _join_cjk_lines(html: str) -> str:
+    """Remove line breaks between two CJK characters, except in verbatim elements."""
+    parts = _VERBATIM.split(html)
+    # re.split with two groups: text, element, tag name, text, element, tag name, ...
+    return "".join(_CJK_BREAK.sub("", part) if i % 3 == 0 else part
+                   for i, part in enumerate(parts) if i % 3 != 2)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
+    return _join_cjk_lines(html)
 
 
 def _notebook_dest(dest_path: str) -> str:

@@ -143,3 +143,15 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
     config = root / "mkdocs.yml"
     config.write_text(text, encoding="utf-8")
     return config
+
+
+@pytest.fixture
+def build_hook(monkeypatch: pytest.MonkeyPatch):
+    """hooks/llmlab_build.py as a module, for tests of its helpers."""
+    import importlib.util
+
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", "unused")  # it sets a default on import
+    spec = importlib.util.spec_from_file_location("llmlab_build", ROOT / "hooks" / "llmlab_build.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook

@@ -137,23 +137,9 @@ def test_no_residual_claims_hold_on_both_paths() -> None:
         assert run.accuracy < 0.2, fast
 
 
-def _build_hook(monkeypatch: pytest.MonkeyPatch):
-    """hooks/llmlab_build.py as a module (it sets a default cache folder on import)."""
-    import importlib.util
-
-    root = Path(__file__).resolve().parent.parent
-    monkeypatch.setenv("LLMLAB_CACHE_DIR", "unused")
-    spec = importlib.util.spec_from_file_location("llmlab_build", root / "hooks/llmlab_build.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
-
-
-def test_workers_start_with_the_costliest_parts_the_page_needs_last(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_workers_start_with_the_costliest_parts_the_page_needs_last(build_hook) -> None:
     """Longest first (no long job left to run alone); each experiment's parts from its end."""
-    hook = _build_hook(monkeypatch)
+    hook = build_hook
 
     copies = [(7.0, "m", "copy", {"n_heads": h}) for h in (1, 2, 3, 6)]
     kinds = [(16.0, "m", "residual", {"kind": k}) for k in ("pre", "post", "none")]
@@ -168,12 +154,12 @@ def test_workers_start_with_the_costliest_parts_the_page_needs_last(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"),
                     reason="the forkserver is used on Linux only (spawn elsewhere)")
-def test_build_workers_start_with_torch_but_without_llmlab(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_workers_start_with_torch_but_without_llmlab(build_hook) -> None:
     """The server the workers fork from outlives a `mkdocs serve` rebuild, so it may hold
     torch (imported once) but no llmlab module: a worker must import today's source."""
     import concurrent.futures as cf
 
-    hook = _build_hook(monkeypatch)
+    hook = build_hook
     query = "sorted(m for m in __import__('sys').modules if m.split('.')[0] in {names})"
     with cf.ProcessPoolExecutor(1, mp_context=hook._worker_context()) as pool:
         # eval travels by reference, so running it imports nothing of ours in the worker

@@ -188,6 +188,32 @@ def test_language_switcher_works_under_the_sub_path(built_site) -> None:
     assert urlsplit(canonical).path == SUBPATH
 
 
+_CJK_LINE_BREAK = re.compile(r"[\u4e00-\u9fff，。、：；（）][ \t]*\n[ \t]*[\u4e00-\u9fff，。、：；（）]")
+_VERBATIM = re.compile(r"<(pre|script|style|textarea)\b.*?</\1>", re.S | re.I)
+
+
+def test_wrapped_chinese_prose_has_no_stray_spaces(built_site) -> None:
+    """A line break between two Chinese characters would show as a space in Chromium."""
+    pages = sorted(built_site.site_dir.rglob("*.html"))
+    assert len(pages) > 10
+    for page in pages:
+        html = _VERBATIM.sub("", page.read_text(encoding="utf-8"))
+        match = _CJK_LINE_BREAK.search(html)
+        assert match is None, f"{page}: {match.group(0)!r}"
+    # wrapped in the sources, joined in the pages: a lecture and a notebook
+    assert "每一讲都从最小的零件（点积" in (built_site.site_dir / "index.html").read_text("utf-8")
+    notebook = built_site.site_dir / "examples" / "copy_task_heads" / "index.html"
+    assert "它的权重就集中在对角线下方" in notebook.read_text(encoding="utf-8")
+
+
+def test_chinese_line_joining_leaves_verbatim_text_alone(build_hook) -> None:
+    html = ("<p>集中在\n对角线。Mixed 中文\nEnglish</p>"
+            "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
+    assert build_hook._join_cjk_lines(html) == (
+        "<p>集中在对角线。Mixed 中文\nEnglish</p>"
+        "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
+
+
 def test_heading_anchors_keep_chinese(built_site) -> None:
     soup = BeautifulSoup(built_site.html("index.html"), "html.parser")
     ids = [h.get("id", "") for h in soup.select("article h2")]
