@@ -91,7 +91,8 @@ def _build(tree: Path, cache: Path | None, site: Path,
     """
     start = time.perf_counter()
     # output to a file: a pipe nobody reads while we sample could fill and block the build
-    with (site.parent / f"{site.name}.log").open("wb") as log:
+    log_path = site.parent / f"{site.name}.log"
+    with log_path.open("wb") as log:
         proc = psutil.Popen(
             [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
             cwd=tree, env=_env(tree, cache), stdout=log, stderr=subprocess.STDOUT,
@@ -109,7 +110,7 @@ def _build(tree: Path, cache: Path | None, site: Path,
         time.sleep(0.2)
     proc.wait()
     seconds = time.perf_counter() - start
-    out = (site.parent / f"{site.name}.log").read_text(encoding="utf-8", errors="replace")
+    out = log_path.read_text(encoding="utf-8", errors="replace")
     if proc.returncode:
         raise SystemExit(f"build failed ({proc.returncode}):\n{out[-4000:]}")
     return seconds, peak, peak_pss

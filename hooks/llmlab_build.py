@@ -536,13 +536,12 @@ def _submit(pool: Any, jobs: list[Any]) -> None:
 
     for _cost, module, name, kwargs, key in jobs:
         job = {"name": f"{module}.{name}", "key": key[:16], "kwargs": kwargs}
+        STATE.prefetched.append(job)
         try:
             job["future"] = pool.submit(cache.compute_in_worker, module, name, kwargs)
         except Exception as error:  # noqa: BLE001 - a broken pool: the pages compute
             job["error"] = repr(error)
-            STATE.prefetched.append(job)
             return
-        STATE.prefetched.append(job)
 
 
 def _worker_context() -> Any:
@@ -557,9 +556,8 @@ def _worker_context() -> Any:
     worker must import the source as it is now (a worker's environment is the
     one the server started with, in the first build of a ``serve``: the
     variables this hook sets are set when it is imported, before that). Linux
-    only: macOS frameworks
-    that torch loads are not safe to fork (Python spawns there by default too),
-    and Windows has no fork.
+    only: macOS frameworks that torch loads are not safe to fork (Python spawns
+    there by default too), and Windows has no fork.
     """
     import multiprocessing
 
