@@ -34,6 +34,10 @@ Each piece says which gap it covers. In short:
    implemented there), so Markdown wrapped mid-sentence shows stray spaces. We
    drop such line breaks from each page's HTML, outside ``<pre>``, scripts and
    styles.
+9. nbconvert starts each notebook's kernel as a fresh interpreter, which
+   imports torch again (about 2 s of CPU each). On Linux the kernels are
+   forked from the server the experiment workers fork from (see 7), which has
+   imported torch once.
 """
 
 from __future__ import annotations
@@ -420,6 +424,7 @@ def on_pre_build(config: Any) -> None:
     _clear_exec_sessions()
     _install_block_memo()
     _install_notebook_memo()
+    _install_forked_kernels()
     from importlib.metadata import version
 
     from llmlab import cache
@@ -675,6 +680,107 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # no
     return _join_cjk_lines(html)
 
 
+# --------------------------------------------------------------------------
+# 9. notebook kernels forked from the same server
+# --------------------------------------------------------------------------
+KERNEL_CHILD = Path(__file__).with_name("forked_kernel.py")
+
+
+class _ForkedKernel:
+    """What jupyter_client's ``LocalProvisioner`` uses of a ``subprocess.Popen``,
+    for a kernel that is a forkserver child (a ``multiprocessing`` process)."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, process: Any) -> None:
+        self._process = process
+        self.pid = process.pid
+
+    def poll(self) -> int | None:
+        return self._process.exitcode  # None while it runs, as Popen.poll
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self._process.terminate()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+
+def _forked_kernel_manager() -> type | None:
+    """A kernel manager that forks IPython kernels from the workers' forkserver.
+
+    nbconvert starts each notebook's kernel as ``python -m ipykernel_launcher``:
+    a fresh interpreter that imports torch again, about 2 s of CPU per notebook
+    (most of what a small notebook costs). The forkserver of section 7 has
+    imported torch once; a kernel forked from it starts with torch loaded and
+    nothing of ``llmlab``, with the environment and working directory
+    jupyter_client asked for. ``_async_launch_kernel`` is the method
+    jupyter_client documents for launching kernels differently; the rest
+    (ports, connection file, shutdown, signals) is its own code, run on the
+    Popen-like :class:`_ForkedKernel`. None where workers are not forked
+    (not Linux): nbconvert's default manager then starts kernels as usual.
+    """
+    if _worker_context().get_start_method() != "forkserver":
+        return None
+    import runpy
+
+    from jupyter_client import AsyncKernelManager
+
+    class ForkedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if kernel_cmd[1:3] != ["-m", "ipykernel_launcher"]:  # another kernel
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            cwd = str(kw.get("cwd") or Path.cwd())
+            env = dict(kw.get("env") or os.environ)
+            if not kw.get("independent"):
+                env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher
+            process = _worker_context().Process(
+                target=runpy.run_path, args=(str(KERNEL_CHILD),),
+                kwargs={"init_globals": {"KERNEL_ARGV": kernel_cmd[3:], "KERNEL_CWD": cwd,
+                                         "KERNEL_ENV": env},
+                        "run_name": "__main__"},
+            )
+            process.start()
+            provisioner = self.provisioner  # a LocalProvisioner, as for a Popen kernel
+            provisioner.process = _ForkedKernel(process)
+            provisioner.pid, provisioner.pgid, provisioner.cwd = process.pid, None, cwd
+            self._reconcile_connection_info(provisioner.connection_info)
+            return None
+
+    return ForkedKernelManager
+
+
+def _install_forked_kernels() -> None:
+    """Make mkdocs-jupyter's nbconvert use :func:`_forked_kernel_manager`."""
+    from mkdocs_jupyter import nbconvert2
+
+    if getattr(nbconvert2.get_nbconvert_app, "_llmlab_forked", False):
+        return
+    manager = _forked_kernel_manager()
+    if manager is None:
+        return
+    original = nbconvert2.get_nbconvert_app
+
+    @functools.wraps(original)
+    def get_nbconvert_app(*args: Any, **kwargs: Any) -> Any:
+        app = original(*args, **kwargs)
+        app.config["ExecutePreprocessor"]["kernel_manager_class"] = manager
+        return app
+
+    get_nbconvert_app._llmlab_forked = True  # type: ignore[attr-defined]
+    nbconvert2.get_nbconvert_app = get_nbconvert_app
+
+
+# --------------------------------------------------------------------------
+# 3, 5, 6. notebooks as pages, in the sitemaps, and the language links
+# --------------------------------------------------------------------------
 def _notebook_dest(dest_path: str) -> str:
     path = PurePosixPath(dest_path)
     return (path.with_suffix("") / "index.html").as_posix()

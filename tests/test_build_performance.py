@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -166,3 +167,40 @@ def test_build_workers_start_with_torch_but_without_llmlab(build_hook) -> None:
         loaded = pool.submit(eval, query.format(names={"llmlab", "torch"})).result()
     assert "torch" in loaded
     assert [m for m in loaded if m.split(".")[0] == "llmlab"] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="kernels are forked on Linux only (started afresh elsewhere)")
+def test_notebook_kernels_fork_from_the_torch_server(build_hook, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook's kernel is a forkserver child with torch loaded, yet runs where and
+    with what jupyter_client asked for, reports errors, and is gone after shutdown."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    manager = build_hook._forked_kernel_manager()
+    assert manager is not None
+    monkeypatch.setenv("LLMLAB_KERNEL_PROBE", "set at launch")
+    probe = ("import os, sys\n"
+             "print('torch' in sys.modules, 'llmlab' in sys.modules, os.getcwd(), "
+             "os.environ.get('LLMLAB_KERNEL_PROBE'), os.getpid(), sep='|')")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(probe),
+        nbformat.v4.new_code_cell("import torch\nprint(int(torch.arange(4).sum()))"),
+    ])
+    client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=manager,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    torch_loaded, llmlab_loaded, cwd, probe_value, pid = \
+        nb.cells[0].outputs[0]["text"].strip().split("|")
+    # torch before any cell imported it: forked from the server, not a fresh python
+    assert (torch_loaded, llmlab_loaded) == ("True", "False")
+    assert (cwd, probe_value) == (str(tmp_path), "set at launch")
+    assert nb.cells[1].outputs[0]["text"] == "6\n"
+    with pytest.raises(ProcessLookupError):  # shut down with the notebook
+        os.kill(int(pid), 0)
+
+    failing = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    with pytest.raises(CellExecutionError, match="ZeroDivisionError"):
+        NotebookClient(failing, kernel_name="python3", kernel_manager_class=manager).execute()
