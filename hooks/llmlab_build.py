@@ -93,6 +93,7 @@ class _State:
         self.pool: Any = None
         self.submitter: Any = None
         self.threads: Any = None
+        self.runner: Any = None
         self.prefetched: list[dict[str, Any]] = []
         self.source_hash = ""
         self.torch_version = ""
@@ -499,6 +500,8 @@ def _start_experiment_prefetch() -> None:
 
     config = STATE.config
     folder = cache.cache_dir()
+    if folder is not None and _worker_context().get_start_method() == "forkserver":
+        cache.set_runner(_run_in_child)
     workers = _workers()
     docs = Path(config.docs_dir) / LANGUAGES[0]
     if folder is not None and workers > 1 and docs.is_dir():
@@ -534,6 +537,25 @@ def _start_experiment_prefetch() -> None:
             STATE.submitter = threading.Thread(target=_submit, args=(STATE.pool, jobs),
                                                daemon=True)
             STATE.submitter.start()
+
+
+def _run_in_child(module: str, name: str, args: tuple, kwargs: dict) -> Any:
+    """The page's runner for costly experiments (``llmlab.cache.set_runner``).
+
+    What the page itself has to compute (no worker had started it) runs in a
+    child of the workers' forkserver, and the page waits for it, as it would
+    for its own computation. The child has torch's optimizer machinery
+    imported already: computed here instead, the first optimizer step would
+    import ``torch._dynamo`` (and sympy) into this process, about 3 s of CPU.
+    One child serves the whole build.
+    """
+    import concurrent.futures as cf
+
+    from llmlab import cache
+
+    if STATE.runner is None:
+        STATE.runner = cf.ProcessPoolExecutor(1, mp_context=_worker_context())
+    return STATE.runner.submit(cache.call_uncached, module, name, args, kwargs).result()
 
 
 def _submit(pool: Any, jobs: list[Any]) -> None:
@@ -619,7 +641,10 @@ def _start_notebook_prefetch(config: Any) -> None:
 def _finish_prefetch() -> None:
     if STATE.submitter is not None:
         STATE.submitter.join()
-    for executor in (STATE.pool, STATE.threads):
+    from llmlab import cache
+
+    cache.set_runner(None)
+    for executor in (STATE.pool, STATE.threads, STATE.runner):
         if executor is not None:
             executor.shutdown(wait=True)
     for job in STATE.prefetched:
@@ -634,7 +659,7 @@ def _finish_prefetch() -> None:
         # notebook's kernel) held its lock, and computed it
         job["skipped"] = error is None and seconds is None
         job["error"] = None if error is None else repr(error)
-    STATE.pool = STATE.threads = STATE.submitter = None
+    STATE.pool = STATE.threads = STATE.submitter = STATE.runner = None
 
 
 def on_env(env: Any, config: Any, files: Any) -> Any:  # noqa: ARG001

@@ -204,3 +204,24 @@ def test_notebook_kernels_fork_from_the_torch_server(build_hook, tmp_path: Path,
     failing = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
     with pytest.raises(CellExecutionError, match="ZeroDivisionError"):
         NotebookClient(failing, kernel_name="python3", kernel_manager_class=manager).execute()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="the page's runner is a forkserver child, on Linux only")
+def test_the_page_trains_in_a_child_of_the_worker_server(build_hook, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the page computes itself (a costly part no worker started) runs in a forked
+    child with the same result, and this process keeps the result."""
+    torch.set_num_threads(1)  # as the child: the same kernels, the same numbers
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    kwargs = {"n_heads": 2, "seeds": (0,), "steps": 5, "n_eval": 40}
+    cache.set_runner(build_hook._run_in_child)
+    try:
+        got = mh.run_copy_runs(**kwargs)
+        child_started = build_hook.STATE.runner is not None
+    finally:
+        build_hook._finish_prefetch()  # drops the runner, shuts its child down
+    assert child_started and build_hook.STATE.runner is None
+    assert cache.RUN_LOG[-1].source == "computed"
+    assert got == mh.run_copy_runs.uncached(**kwargs)
+    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 1

@@ -181,3 +181,40 @@ def test_a_worker_skips_a_result_another_process_is_computing(tmp_path: Path) ->
     # and the page reads what the worker stored
     assert experiment(n=5).values == experiment.uncached(n=5).values
     assert cache.RUN_LOG[-1].source == "disk"
+
+
+@cache.cached(cost=1.0)
+def costly(n: int = 2) -> list[int]:
+    CALLS.append(n)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return list(range(n))
+
+
+def test_a_runner_computes_the_costly_experiments_and_this_process_stores_them(
+        tmp_path: Path) -> None:
+    """set_runner: what the site build uses to compute the page's training elsewhere."""
+    asked = []
+
+    def runner(module: str, name: str, args: tuple, kwargs: dict):
+        asked.append((module, name, args, kwargs))
+        return cache.call_uncached(module, name, args, kwargs)  # here, for the test
+
+    CALLS.clear()
+    cache.set_runner(runner)
+    try:
+        assert costly(3) == [0, 1, 2]
+        assert asked == [(__name__, "costly", (3,), {})]
+        assert cache.RUN_LOG[-1].source == "computed"
+        experiment(n=2)  # no cost hint: computed in this process
+        assert len(asked) == 1 and CALLS == [3, 2]
+        cache.clear_memory()
+        assert costly(n=3) == [0, 1, 2]  # stored by this process: no second run
+        assert len(asked) == 1 and cache.RUN_LOG[-1].source == "disk"
+        with pytest.raises(ValueError, match="n must be >= 0"):
+            costly(-1)  # the runner's error reaches the caller, and nothing is stored
+        assert not (tmp_path / "cache" / f"{cache.cache_key(costly, -1)}.pkl").exists()
+    finally:
+        cache.set_runner(None)
+    costly.uncached(4)
+    assert CALLS == [3, 2, -1, 4]

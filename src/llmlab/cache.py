@@ -51,6 +51,7 @@ __all__ = [
     "cache_dir",
     "cache_key",
     "cached",
+    "call_uncached",
     "clear_memory",
     "code_hash",
     "compute_in_worker",
@@ -58,6 +59,7 @@ __all__ = [
     "disk_cache_enabled",
     "plan",
     "run_log_markdown",
+    "set_runner",
     "snippet_hash",
     "source_hash",
 ]
@@ -93,6 +95,23 @@ RUN_LOG: list[RunRecord] = []
 """Every call of a cached experiment in this process, in order."""
 
 _MEMORY: dict[str, Any] = {}
+
+_RUNNER: Callable[[str, str, tuple, dict], Any] | None = None
+
+
+def set_runner(runner: Callable[[str, str, tuple, dict], Any] | None) -> None:
+    """Compute costly experiments elsewhere: ``runner(module, name, args, kwargs)``.
+
+    On a miss, an experiment with a ``cost`` hint (see :func:`cached`) is then
+    computed by ``runner``, which returns :func:`call_uncached`'s result, in
+    another process, say; this process keeps the result's lock meanwhile and
+    stores the result as usual. ``None`` (the default) computes in this process.
+    The site's build sets a runner that computes in a process forked from its
+    worker server, which has imported torch's optimizer machinery once, so the
+    build's main process never imports it.
+    """
+    global _RUNNER
+    _RUNNER = runner
 
 
 def source_hash() -> str:
@@ -372,7 +391,11 @@ def cached(
                             result, compute_seconds = pickle.load(fh)
                         source = "disk"
                     else:
-                        (result, compute_seconds), source = _compute(fn, args, kwargs), "computed"
+                        if cost > 0 and _RUNNER is not None:  # elsewhere: see set_runner
+                            call = (_RUNNER, (fn.__module__, fn.__qualname__, args, kwargs), {})
+                        else:
+                            call = (fn, args, kwargs)
+                        (result, compute_seconds), source = _compute(*call), "computed"
                         _store(path, (result, compute_seconds))
             _MEMORY[key] = (result, compute_seconds)
         RUN_LOG.append(
@@ -405,6 +428,25 @@ def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callab
     return calls
 
 
+def _experiment(module: str, name: str) -> Callable[..., Any]:
+    """``module.name`` as imported in this process, single-threaded (a build's child)."""
+    import importlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    return getattr(importlib.import_module(module), name)
+
+
+def call_uncached(module: str, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """``module.name(*args, **kwargs)`` computed, not looked up: what a runner runs.
+
+    See :func:`set_runner`.
+    """
+    fn = _experiment(module, name)
+    return getattr(fn, "uncached", fn)(*args, **kwargs)
+
+
 def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float | None:
     """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds, or None.
 
@@ -416,12 +458,7 @@ def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float |
     taken without waiting and held while computing, so the page that asks for
     this result meanwhile waits for it instead of computing it again.
     """
-    import importlib
-
-    import torch
-
-    torch.set_num_threads(1)
-    fn = getattr(importlib.import_module(module), name)
+    fn = _experiment(module, name)
     folder = cache_dir()
     if folder is None:
         raise ValueError("compute_in_worker needs the disk cache (LLMLAB_CACHE_DIR) to "
