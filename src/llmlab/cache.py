@@ -102,10 +102,10 @@ _RUNNER: Callable[[str, str, tuple, dict], Any] | None = None
 def set_runner(runner: Callable[[str, str, tuple, dict], Any] | None) -> None:
     """Compute costly experiments elsewhere: ``runner(module, name, args, kwargs)``.
 
-    On a miss, an experiment with a ``cost`` hint (see :func:`cached`) is then
-    computed by ``runner``, which returns :func:`call_uncached`'s result, in
-    another process, say; this process keeps the result's lock meanwhile and
-    stores the result as usual. ``None`` (the default) computes in this process.
+    On a miss in the disk cache, an experiment with a ``cost`` hint (see
+    :func:`cached`) is then computed by ``runner``, which returns
+    :func:`call_uncached`'s result, in another process, say; this process keeps
+    the result's lock meanwhile and stores the result as usual. ``None`` (the default) computes in this process.
     The site's build sets a runner that computes in a process forked from its
     worker server, which has imported torch's optimizer machinery once, so the
     build's main process never imports it.
