@@ -110,6 +110,7 @@ class _State:
         self.serial = next(_BUILDS)
         self.git_head = ""
         self.markdown_exec_version = ""
+        self.markdown_settings = ""
 
 
 STATE = _State()
@@ -318,6 +319,51 @@ def _install_block_memo() -> None:
     exec_python._run_python = run_python
 
 
+_CONVERT_MEMO: dict[str, str] = {}
+_HEADING_TAG = re.compile(r"<h[1-6][\s>]")
+
+
+def _install_conversion_memo() -> None:
+    """Keep the HTML that markdown-exec makes of a block's source and output.
+
+    markdown-exec turns each block's (memoised) output, with its source, into
+    HTML by a Markdown conversion of its own, Pygments highlighting included:
+    the larger part of what a ``mkdocs serve`` rebuild after a prose edit
+    costs, for blocks that did not change, and done once per language. That
+    conversion uses the site's Markdown settings, not the page's, so the same
+    text converts to the same HTML on any page: it is kept under the text
+    (markdown-exec's random stash placeholders replaced by their contents'
+    digests), the id prefix and the settings. Not kept: HTML with a heading
+    (markdown-exec also hands those to the page's table of contents) or with
+    an id numbered by markdown-exec's per-build counter (``exec-N--``).
+    """
+    from markdown_exec._internal.rendering import MarkdownConverter
+
+    if getattr(MarkdownConverter.convert, "_llmlab_memo", False):
+        return
+    original = MarkdownConverter.convert
+
+    @functools.wraps(original)
+    def convert(self: Any, text: str, stash: dict[str, str] | None = None,
+                id_prefix: str | None = None) -> Any:
+        canonical = text
+        for placeholder, stashed in (stash or {}).items():
+            canonical = canonical.replace(placeholder, f"\0stash:{_sha(stashed)}\0")
+        key = _sha(json.dumps([canonical, id_prefix, self._update_toc,
+                               STATE.markdown_settings]))
+        if key in _CONVERT_MEMO:
+            from markupsafe import Markup
+
+            return Markup(_CONVERT_MEMO[key])  # noqa: S704 - markdown-exec's own HTML
+        markup = original(self, text, stash=stash, id_prefix=id_prefix)
+        if not _HEADING_TAG.search(markup) and 'id="exec-' not in markup:
+            _CONVERT_MEMO[key] = str(markup)
+        return markup
+
+    convert._llmlab_memo = True  # type: ignore[attr-defined]
+    MarkdownConverter.convert = convert
+
+
 # --------------------------------------------------------------------------
 # 4. notebooks: one conversion per build, cached under a key that sees src/
 # --------------------------------------------------------------------------
@@ -428,6 +474,7 @@ def on_pre_build(config: Any) -> None:
     _fresh_llmlab()
     _clear_exec_sessions()
     _install_block_memo()
+    _install_conversion_memo()
     _install_notebook_memo()
     _install_forked_kernels()
     from importlib.metadata import version
@@ -439,6 +486,8 @@ def on_pre_build(config: Any) -> None:
     # outputs are all saved never needs it.
     STATE.torch_version = version("torch")
     STATE.markdown_exec_version = version("markdown-exec")
+    STATE.markdown_settings = json.dumps(
+        [config["markdown_extensions"], config["mdx_configs"]], sort_keys=True, default=repr)
     STATE.config = config
     # Make the notebook kernels import the same source tree.
     src = str(ROOT / "src")

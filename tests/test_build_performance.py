@@ -225,3 +225,32 @@ def test_the_page_trains_in_a_child_of_the_worker_server(build_hook, tmp_path: P
     assert cache.RUN_LOG[-1].source == "computed"
     assert got == mh.run_copy_runs.uncached(**kwargs)
     assert len(list((tmp_path / "cache").glob("*.pkl"))) == 1
+
+
+def test_markdown_exec_conversions_are_kept_and_give_the_same_html(
+        build_hook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serve rebuild (and the second language) reuses the HTML of unchanged outputs."""
+    import markdown
+    from markdown_exec._internal.rendering import MarkdownConverter
+    from markupsafe import Markup
+
+    monkeypatch.setattr(MarkdownConverter, "convert", MarkdownConverter.convert)  # undo after
+    build_hook._install_conversion_memo()
+    memo = build_hook._CONVERT_MEMO
+    md = markdown.Markdown(extensions=["tables", "toc"])
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    first = MarkdownConverter(md).convert(table)
+    assert "<table>" in first and len(memo) == 1
+    again = MarkdownConverter(md).convert(table)
+    assert again == first and isinstance(again, Markup) and len(memo) == 1
+    # markdown-exec's stash placeholders are random: their contents decide
+    one = MarkdownConverter(md).convert('x\n\n<div class="p1"></div>\n',
+                                        stash={'<div class="p1"></div>': "<b>1</b>"})
+    same = MarkdownConverter(md).convert('x\n\n<div class="p2"></div>\n',
+                                         stash={'<div class="p2"></div>': "<b>1</b>"})
+    other = MarkdownConverter(md).convert('x\n\n<div class="p3"></div>\n',
+                                          stash={'<div class="p3"></div>': "<b>2</b>"})
+    assert same == one and "<b>1</b>" in one and "<b>2</b>" in other and len(memo) == 3
+    # a heading also goes to the page's table of contents: converted every time
+    MarkdownConverter(md).convert("## Heading\n")
+    assert len(memo) == 3
