@@ -9,7 +9,10 @@ Each piece says which gap it covers. In short:
    prose edit without re-running blocks). The outputs are also kept on disk,
    so a build where nothing changed runs no block at all (and imports no
    torch) except the per-page computation reports; heavy experiments are
-   cached across builds by ``llmlab.cache``.
+   cached across builds by ``llmlab.cache``. The HTML markdown-exec makes of
+   an output, and the search entries Material makes of a page, are kept too:
+   neither tool reuses its work when nothing changed, which is most of what
+   a ``serve`` rebuild after a prose edit would otherwise cost.
 2. markdown-exec's ``session=`` state is shared across pages, languages and
    ``serve`` rebuilds: we clear it per page. A long-lived ``mkdocs serve`` would
    also keep a stale ``llmlab`` import: we drop ``llmlab`` from ``sys.modules``
@@ -364,6 +367,44 @@ def _install_conversion_memo() -> None:
     MarkdownConverter.convert = convert
 
 
+_SEARCH_MEMO: dict[str, list[dict[str, Any]]] = {}
+
+
+def _toc_key(toc: Any) -> list[Any]:
+    return [[item.id, item.url, item.title, _toc_key(item.children)] for item in toc]
+
+
+def _install_search_memo() -> None:
+    """Keep the search entries Material makes of each page.
+
+    Material's search plugin parses every page's HTML on every build (its
+    highlighted code is tens of thousands of tags) and cuts the Chinese text
+    with jieba: after a prose edit, most of what a ``mkdocs serve`` rebuild
+    costs besides Markdown. A page's entries depend only on its HTML, address,
+    title, metadata and table of contents and on the index settings, so they
+    are kept under those and appended again when none of them changed.
+    """
+    from material.plugins.search.plugin import SearchIndex
+
+    if getattr(SearchIndex.add_entry_from_context, "_llmlab_memo", False):
+        return
+    original = SearchIndex.add_entry_from_context
+
+    @functools.wraps(original)
+    def add_entry_from_context(self: Any, page: Any) -> None:
+        key = _sha(json.dumps([page.content, page.url, str(page.title), page.meta,
+                               _toc_key(page.toc), self.config], sort_keys=True, default=repr))
+        if key in _SEARCH_MEMO:
+            self.entries.extend(copy.deepcopy(_SEARCH_MEMO[key]))
+            return
+        start = len(self.entries)
+        original(self, page)
+        _SEARCH_MEMO[key] = copy.deepcopy(self.entries[start:])
+
+    add_entry_from_context._llmlab_memo = True  # type: ignore[attr-defined]
+    SearchIndex.add_entry_from_context = add_entry_from_context
+
+
 # --------------------------------------------------------------------------
 # 4. notebooks: one conversion per build, cached under a key that sees src/
 # --------------------------------------------------------------------------
@@ -475,6 +516,7 @@ def on_pre_build(config: Any) -> None:
     _clear_exec_sessions()
     _install_block_memo()
     _install_conversion_memo()
+    _install_search_memo()
     _install_notebook_memo()
     _install_forked_kernels()
     from importlib.metadata import version

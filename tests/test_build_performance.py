@@ -254,3 +254,33 @@ def test_markdown_exec_conversions_are_kept_and_give_the_same_html(
     # a heading also goes to the page's table of contents: converted every time
     MarkdownConverter(md).convert("## Heading\n")
     assert len(memo) == 3
+
+
+def test_search_entries_are_kept_per_page_and_follow_its_html(
+        build_hook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serve rebuild reuses the search entries of a page whose HTML did not change."""
+    from types import SimpleNamespace
+
+    from material.plugins.search.plugin import SearchIndex
+
+    parsed = []
+    original = SearchIndex.add_entry_from_context
+    monkeypatch.setattr(SearchIndex, "add_entry_from_context",  # undone after the test
+                        lambda self, page: (parsed.append(page.url), original(self, page))[1])
+    build_hook._install_search_memo()
+
+    def page(text: str) -> SimpleNamespace:
+        return SimpleNamespace(content=f"<h1 id='t'>Title</h1><p>{text}</p>", url="a/",
+                               title="Title", meta={}, toc=[])
+
+    first, again, edited = (SearchIndex(lang=["en"], separator=" ") for _ in range(3))
+    first.add_entry_from_context(page("注意力 attention"))
+    again.add_entry_from_context(page("注意力 attention"))
+    edited.add_entry_from_context(page("残差 residual"))
+    assert parsed == ["a/", "a/"]  # the unchanged page was not parsed again
+    assert again.entries == first.entries and "attention" in first.entries[0]["text"]
+    assert "residual" in edited.entries[0]["text"]
+    again.entries[0]["text"] = "changed by a caller"  # the kept entries are copies
+    assert first.entries != again.entries
+    assert build_hook._SEARCH_MEMO and all(
+        "changed" not in e["text"] for kept in build_hook._SEARCH_MEMO.values() for e in kept)
