@@ -88,6 +88,7 @@ _NOTEBOOK_MEMO: dict[str, str] = {}
 
 
 _BUILDS = itertools.count()
+_CODE_HASHES: dict[tuple[str, str], str] = {}
 
 
 class _State:
@@ -109,7 +110,6 @@ class _State:
         self.started = time.perf_counter()
         self.config: Any = None
         self.experiments_planned = False
-        self.code_hashes: dict[str, str] = {}
         self.serial = next(_BUILDS)
         self.git_head = ""
         self.markdown_exec_version = ""
@@ -162,11 +162,14 @@ def _code_source_hash(code: str) -> str:
     Keys of block and notebook outputs use it instead of the whole package, so
     an edit to one module re-runs only the blocks that can reach it.
     """
-    if code not in STATE.code_hashes:
+    # it reads only llmlab's source, so it holds until that changes (a serve
+    # rebuild after a prose edit hashes nothing)
+    key = (STATE.source_hash, code)
+    if key not in _CODE_HASHES:
         from llmlab.cache import snippet_hash
 
-        STATE.code_hashes[code] = snippet_hash(code)
-    return STATE.code_hashes[code]
+        _CODE_HASHES[key] = snippet_hash(code)
+    return _CODE_HASHES[key]
 
 
 def _git_head() -> str:
