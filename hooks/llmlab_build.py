@@ -33,9 +33,9 @@ Each piece says which gap it covers. In short:
 7. Nothing in the toolchain runs a page's experiments in parallel: worker
    processes compute them (forked, on Linux, from a server that has imported
    torch once) while the pages render, and a costly part that a page must
-   compute itself runs in such a child too. A build report (which block or experiment ran,
-   for how long, from where) is written to ``build-report.json`` in the site
-   folder.
+   compute itself runs in such a child too. A build report (which block or
+   experiment ran, for how long, from where) is written to
+   ``build-report.json`` in the site folder.
 8. Browsers other than Firefox render a line break between two Chinese
    characters as a space (CSS Text 3's segment-break rule for CJK is not
    implemented there), so Markdown wrapped mid-sentence shows stray spaces. We

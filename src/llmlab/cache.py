@@ -105,10 +105,11 @@ def set_runner(runner: Callable[[str, str, tuple, dict], Any] | None) -> None:
     On a miss in the disk cache, an experiment with a ``cost`` hint (see
     :func:`cached`) is then computed by ``runner``, which returns
     :func:`call_uncached`'s result, in another process, say; this process keeps
-    the result's lock meanwhile and stores the result as usual. ``None`` (the default) computes in this process.
-    The site's build sets a runner that computes in a process forked from its
-    worker server, which has imported torch's optimizer machinery once, so the
-    build's main process never imports it.
+    the result's lock meanwhile and stores the result as usual. ``None`` (the
+    default) computes in this process. The site's build sets a runner that
+    computes in a process forked from its worker server, which has imported
+    torch's optimizer machinery once, so the build's main process never
+    imports it.
     """
     global _RUNNER
     _RUNNER = runner
@@ -467,7 +468,7 @@ def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float |
     with _key_lock(path, wait=False) as held:
         if not held or path.exists():
             return None
-        (result, seconds) = _compute(getattr(fn, "uncached", fn), (), kwargs)
+        result, seconds = _compute(getattr(fn, "uncached", fn), (), kwargs)
         _store(path, (result, seconds))
     return seconds
 
