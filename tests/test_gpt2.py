@@ -189,7 +189,7 @@ def test_gpt2_small_parameter_count():
     assert GPT2_SMALL == GPT2Config(50257, 1024, 768, 12, 12)
     assert gpt2_param_count(GPT2_SMALL) == 124_439_808
     parts = gpt2_param_breakdown(GPT2_SMALL)
-    assert parts["token embedding"] == 50257 * 768
+    assert parts["tok_emb"] == 50257 * 768
     assert sum(parts.values()) == 124_439_808
 
 

@@ -5,61 +5,60 @@ Experiments (``run_<name>(..., seed=0) -> <Name>Result``) are decorated with
 
 * the experiment's qualified name,
 * the source of the experiment's module and of every ``llmlab`` module it
-  imports, directly or not (found by reading the import statements, see
-  :func:`dependency_files`), so a change to the experiment or to a building
-  block it uses gives a new key, while an edit elsewhere in the package keeps
-  its cached result,
-* the torch version,
-* the call's arguments, after defaults are bound.
+  imports, directly or not (read from the import statements, see
+  :func:`dependency_files`), so an edit to the experiment or to a building block
+  it uses gives a new key, while an edit elsewhere in the package (a renderer in
+  :mod:`llmlab.report`, say) keeps its cached result,
+* the installed torch version and the call's arguments, defaults bound,
+* for a ``machine_dependent`` experiment (a timing), the machine it runs on.
 
-Two layers serve a hit:
+Two layers serve a hit: an in-process memo, always on, and an on-disk store,
+on when ``LLMLAB_CACHE_DIR`` names a folder and ``LLMLAB_CACHE`` is not ``0``.
+Because the key covers the code, a stale result is never served: an edited
+function simply misses. With ``LLMLAB_CACHE_MISS=error`` a miss raises
+:class:`NotPrecomputedError` instead of computing: the site's build sets it, so
+a page can only show what ``python -m llmlab.precompute`` computed from the
+manifest. Every call is recorded in :data:`RUN_LOG`.
 
-* an in-process memo, always on: one build of the site runs an experiment once
-  even though the zh and en pages both show it;
-* an on-disk store, on when ``LLMLAB_CACHE_DIR`` names a folder and
-  ``LLMLAB_CACHE`` is not ``0``. The site's build hook sets the folder
-  (``.cache/llmlab``) unless ``LLMLAB_CACHE=0``.
-
-Because the key covers the code, a stale result can never be served: an edited
-function simply misses. Every lookup is recorded in :data:`RUN_LOG`, which the
-site's build report shows (what ran, how long it took, where it came from).
+This module's own source is not part of any key: it decides where results are
+kept, not what they are.
 
 Taught on: the home page ("How the numbers are made").
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import copy
 import dataclasses
 import functools
 import hashlib
-import ast
-import contextlib
 import inspect
 import json
 import os
 import pickle
-import sys
+import platform
 import time
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = [
     "RUN_LOG",
+    "NotPrecomputedError",
     "RunRecord",
     "cache_dir",
     "cache_key",
     "cached",
-    "call_uncached",
     "clear_memory",
     "code_hash",
-    "compute_in_worker",
+    "compute",
     "dependency_files",
     "disk_cache_enabled",
+    "machine_fingerprint",
     "plan",
-    "run_log_markdown",
-    "set_runner",
     "snippet_hash",
     "source_hash",
 ]
@@ -67,6 +66,11 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+_THIS_FILE = Path(__file__).resolve()
+
+
+class NotPrecomputedError(LookupError):
+    """A cached experiment was called with ``LLMLAB_CACHE_MISS=error`` and missed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,14 +78,11 @@ class RunRecord:
     """One call of a cached experiment.
 
     Attributes:
-        name: Qualified name of the experiment, e.g. ``llmlab.experiments.x.run_x``.
+        name: Qualified name, e.g. ``llmlab.experiments.multihead.run_why_multihead``.
         key: The cache key (hex SHA-256).
         seconds: Wall time of the call, lookup included.
-        source: ``"computed"``, ``"memory"`` or ``"disk"``; the site's build adds
-            ``"block"`` for an experiment whose page block was not re-run because
-            its saved output was still valid (see ``hooks/llmlab_build.py``).
-        compute_seconds: How long computing the result took when it was computed
-            (in this process or the one that stored it).
+        source: ``"computed"``, ``"memory"`` or ``"disk"``.
+        compute_seconds: How long computing the result took, where it was computed.
     """
 
     name: str
@@ -94,36 +95,12 @@ class RunRecord:
 RUN_LOG: list[RunRecord] = []
 """Every call of a cached experiment in this process, in order."""
 
-_MEMORY: dict[str, Any] = {}
-
-_RUNNER: Callable[[str, str, tuple, dict], Any] | None = None
+_MEMORY: dict[str, tuple[Any, float]] = {}
 
 
-def set_runner(runner: Callable[[str, str, tuple, dict], Any] | None) -> None:
-    """Compute costly experiments elsewhere: ``runner(module, name, args, kwargs)``.
-
-    On a miss in the disk cache, an experiment with a ``cost`` hint (see
-    :func:`cached`) is then computed by ``runner``, which returns
-    :func:`call_uncached`'s result, in another process, say; this process keeps
-    the result's lock meanwhile and stores the result as usual. ``None`` (the
-    default) computes in this process. The site's build sets a runner that
-    computes in a process forked from its worker server, which has imported
-    torch's optimizer machinery once, so the build's main process never
-    imports it.
-    """
-    global _RUNNER
-    _RUNNER = runner
-
-
-def source_hash() -> str:
-    """SHA-256 over the path and bytes of every ``.py`` file of ``llmlab``.
-
-    Cheap enough (a few dozen small files) to compute on every call, which is
-    what makes a long-lived process (``mkdocs serve``, a notebook) safe.
-    """
-    return _digest_files(sorted(_PACKAGE_DIR.rglob("*.py")))
-
-
+# --------------------------------------------------------------------------
+# what a key hashes: source files, found through their imports
+# --------------------------------------------------------------------------
 def _module_file(name: str) -> Path | None:
     """The file of ``llmlab`` module ``name``, or None if it is not one."""
     parts = name.split(".")
@@ -137,24 +114,8 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-# Parsed imports by (module name, file content). Parsing is what makes a cache
-# key cost anything (a build asks for dozens of keys); the content is part of
-# the memo key, so an edited file is parsed again.
+# Parsed imports by (module name, file digest): an edited file is parsed again.
 _IMPORTS_MEMO: dict[tuple[str, bytes], frozenset[str]] = {}
-
-
-def _imported_modules(path: Path, name: str) -> frozenset[str]:
-    """Names of the ``llmlab`` modules that the file at ``path`` imports."""
-    source = path.read_bytes()
-    memo_key = (name, hashlib.sha256(source).digest())
-    if memo_key not in _IMPORTS_MEMO:
-        _IMPORTS_MEMO[memo_key] = _parse_imports(source, path, name)
-    return _IMPORTS_MEMO[memo_key]
-
-
-def _parse_imports(source: bytes, path: Path, name: str) -> frozenset[str]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    return _llmlab_imports(ast.parse(source), package)
 
 
 def _llmlab_imports(tree: ast.AST, package: str) -> frozenset[str]:
@@ -176,27 +137,33 @@ def _llmlab_imports(tree: ast.AST, package: str) -> frozenset[str]:
     return frozenset(m for m in found if m.split(".")[0] == "llmlab")
 
 
+def _imported_modules(path: Path, name: str) -> frozenset[str]:
+    source = path.read_bytes()
+    memo_key = (name, hashlib.sha256(source).digest())
+    if memo_key not in _IMPORTS_MEMO:
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        _IMPORTS_MEMO[memo_key] = _llmlab_imports(ast.parse(source), package)
+    return _IMPORTS_MEMO[memo_key]
+
+
 def dependency_files(module: str) -> list[Path]:
     """Files of ``module`` and of every ``llmlab`` module it imports, transitively.
 
     Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too, so
-    parent packages count as dependencies. Imports are read from the source
-    (``ast``), so an import inside a function counts as well.
+    parent packages count. Imports are read from the source (``ast``), so an
+    import inside a function counts as well. This module is left out.
     """
     seen: dict[str, Path] = {}
     todo = [module]
     while todo:
         name = todo.pop()
-        if name in seen:
-            continue
-        path = _module_file(name)
-        if path is None:
+        if name in seen or (path := _module_file(name)) is None:
             continue
         seen[name] = path
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         todo.extend(_imported_modules(path, name))
-    return sorted(set(seen.values()))
+    return sorted(set(seen.values()) - {_THIS_FILE})
 
 
 def _digest_files(files: list[Path]) -> str:
@@ -206,43 +173,26 @@ def _digest_files(files: list[Path]) -> str:
             name = path.relative_to(_PACKAGE_DIR).as_posix()
         except ValueError:
             name = path.name
-        digest.update(name.encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def snippet_hash(code: str) -> str:
-    """SHA-256 over the ``llmlab`` source that the Python ``code`` can run.
-
-    That is the files of every ``llmlab`` module ``code`` imports, transitively
-    (:func:`dependency_files`), so the output of a page's code block is known
-    to be unchanged after an edit to a module it never imports. Where the
-    imports cannot be read from the text (a syntax error, ``importlib`` or
-    ``__import__``), the whole package counts.
-    """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        tree = None
-    if tree is None or "import_module" in code or "__import__" in code:
-        return source_hash()
-    files: set[Path] = set()
-    for module in _llmlab_imports(tree, ""):
-        files.update(dependency_files(module))
-    return _digest_files(sorted(files))
+def source_hash() -> str:
+    """SHA-256 over the path and bytes of every ``.py`` file of ``llmlab``."""
+    return _digest_files(sorted(_PACKAGE_DIR.rglob("*.py")))
 
 
 def code_hash(module: str) -> str:
-    """SHA-256 over :func:`dependency_files` of ``module`` (path and bytes).
+    """SHA-256 over :func:`dependency_files` of ``module``.
 
-    For a module outside ``llmlab`` (a notebook's or a test's function) the
-    whole package counts, plus that module's own file when it has one.
+    For a module outside ``llmlab`` (a test's function, say) the whole package
+    counts, plus that module's own file when it has one.
     """
     files = dependency_files(module)
     if files:
         return _digest_files(files)
+    import sys
+
     files = sorted(_PACKAGE_DIR.rglob("*.py"))
     own = getattr(sys.modules.get(module), "__file__", None)
     if own and Path(own).is_file():
@@ -250,12 +200,40 @@ def code_hash(module: str) -> str:
     return _digest_files(files)
 
 
+def snippet_hash(code: str) -> str:
+    """SHA-256 over the ``llmlab`` source that the Python ``code`` can run.
+
+    The files of every ``llmlab`` module ``code`` imports, transitively. Where
+    the imports cannot be read from the text (a syntax error, ``importlib``,
+    ``__import__``), the whole package counts.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return source_hash()
+    if "import_module" in code or "__import__" in code:
+        return source_hash()
+    files: set[Path] = set()
+    for module in _llmlab_imports(tree, ""):
+        files.update(dependency_files(module))
+    return _digest_files(sorted(files))
+
+
+def machine_fingerprint() -> list[str]:
+    """What a timing depends on besides the code: host, processor, cores, threads."""
+    return [platform.node(), platform.machine(), platform.processor(),
+            str(os.cpu_count()), os.environ.get("OMP_NUM_THREADS", "")]
+
+
+# --------------------------------------------------------------------------
+# keys
+# --------------------------------------------------------------------------
 def _canonical(value: Any, where: str) -> Any:
     """Turn an argument into JSON-able data, refusing what has no stable form."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return repr(value)  # repr round-trips exactly; json would too, but be explicit
+        return repr(value)  # round-trips exactly
     if isinstance(value, (list, tuple)):
         return [type(value).__name__, [_canonical(v, where) for v in value]]
     if isinstance(value, dict):
@@ -270,29 +248,41 @@ def _canonical(value: Any, where: str) -> Any:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _torch_version() -> str:
+    return metadata.version("torch")  # without importing torch
+
+
+def _bound_arguments(fn: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    target = getattr(fn, "uncached", fn)
+    bound = inspect.signature(target).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
 def cache_key(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     """The key under which ``fn(*args, **kwargs)`` is cached."""
-    import torch  # imported here so that importing llmlab.cache stays light
-
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    arguments = {name: _canonical(v, name) for name, v in bound.arguments.items()}
+    target = getattr(fn, "uncached", fn)
+    arguments = {k: _canonical(v, k) for k, v in _bound_arguments(fn, args, kwargs).items()}
     payload = {
-        "fn": f"{fn.__module__}.{fn.__qualname__}",
-        "code": code_hash(fn.__module__),
-        "torch": torch.__version__,
+        "fn": f"{target.__module__}.{target.__qualname__}",
+        "code": code_hash(target.__module__),
+        "torch": _torch_version(),
         "args": arguments,
     }
+    if getattr(fn, "machine_dependent", False):
+        payload["machine"] = machine_fingerprint()
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
+# --------------------------------------------------------------------------
+# the store
+# --------------------------------------------------------------------------
 def disk_cache_enabled() -> bool:
     """True when results are also stored on disk (see the module docstring)."""
     flag = os.environ.get("LLMLAB_CACHE", "1").strip().lower()
-    return flag not in {"0", "off", "false", "no"} and bool(
-        os.environ.get("LLMLAB_CACHE_DIR")
-    )
+    return flag not in {"0", "off", "false", "no"} and bool(os.environ.get("LLMLAB_CACHE_DIR"))
 
 
 def cache_dir() -> Path | None:
@@ -312,10 +302,9 @@ def clear_memory() -> None:
 def _key_lock(path: Path, wait: bool = True) -> Iterator[bool]:
     """Hold an exclusive lock on ``<key>.lock`` next to ``path``; yield whether held.
 
-    Several processes (a build's workers, two terminals) asking for the same
-    result at once then compute it once: the others wait, then read it. With
-    ``wait=False`` a lock another process holds is not waited for: the block
-    runs at once with ``False``.
+    Processes asking for the same result at once then compute it once: the
+    others wait, then read it. With ``wait=False`` a lock held elsewhere is not
+    waited for: the block runs at once with ``False``.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -343,14 +332,33 @@ def _store(path: Path, value: Any) -> None:
     tmp.replace(path)
 
 
-def _compute(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, float]:
+def _load(path: Path) -> tuple[Any, float]:
+    with path.open("rb") as fh:
+        return pickle.load(fh)
+
+
+def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
     start = time.perf_counter()
-    result = fn(*args, **kwargs)
+    result = fn(**kwargs)
     return result, time.perf_counter() - start
 
 
+def _miss(name: str, kwargs: dict[str, Any]) -> None:
+    if os.environ.get("LLMLAB_CACHE_MISS", "").strip().lower() == "error":
+        call = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        raise NotPrecomputedError(
+            f"{name}({call}) was not precomputed (LLMLAB_CACHE_MISS=error): list the "
+            "call under its page in docs/experiments.toml, then run "
+            "`python -m llmlab.precompute`"
+        )
+
+
 def cached(
-    fn: F | None = None, *, parts: Callable[..., list] | None = None, cost: float = 0.0
+    fn: F | None = None,
+    *,
+    parts: Callable[..., list] | None = None,
+    cost: float = 0.0,
+    machine_dependent: bool = False,
 ) -> F:
     """Decorate an experiment so that its results are content-addressed.
 
@@ -360,139 +368,83 @@ def cached(
     Args:
         fn: The experiment.
         parts: Optional ``parts(**bound_arguments) -> [(cached_fn, kwargs), ...]``
-            naming the independent cached experiments ``fn`` calls. A build can
-            compute them side by side (see :func:`plan`) before ``fn`` itself.
-        cost: Rough seconds one call takes with its default arguments on one
-            core. Only a scheduling hint: a build hands the costliest calls to
-            its workers first, so that no long call starts last and runs alone.
-            It is written in the module's source, which is part of the key, so
-            changing it recomputes that module's cached results.
+            naming the independent cached experiments ``fn`` calls, which a
+            build may compute side by side (:func:`plan`) before ``fn`` itself.
+        cost: Rough seconds one call takes on one core: a scheduling hint (the
+            costliest calls start first, so that no long one runs alone at the end).
+        machine_dependent: The result describes the machine (a timing): the key
+            includes :func:`machine_fingerprint`, and a build computes it alone.
     """
     if fn is None:
-        return functools.partial(cached, parts=parts, cost=cost)  # type: ignore[return-value]
+        return functools.partial(  # type: ignore[return-value]
+            cached, parts=parts, cost=cost, machine_dependent=machine_dependent)
 
     name = f"{fn.__module__}.{fn.__qualname__}"
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        key = cache_key(fn, *args, **kwargs)
-        compute_seconds = 0.0
+        key = cache_key(wrapper, *args, **kwargs)
         if key in _MEMORY:
-            (result, compute_seconds), source = _MEMORY[key], "memory"
+            source = "memory"
         else:
             folder = cache_dir()
+            bound = _bound_arguments(fn, args, kwargs)
             if folder is None:
-                (result, compute_seconds), source = _compute(fn, args, kwargs), "computed"
+                _miss(name, bound)
+                _MEMORY[key], source = _timed(fn, bound), "computed"
             else:
                 path = folder / f"{key}.pkl"
                 with _key_lock(path):
                     if path.exists():
-                        with path.open("rb") as fh:
-                            result, compute_seconds = pickle.load(fh)
-                        source = "disk"
+                        _MEMORY[key], source = _load(path), "disk"
                     else:
-                        if cost > 0 and _RUNNER is not None:  # elsewhere: see set_runner
-                            call = (_RUNNER, (fn.__module__, fn.__qualname__, args, kwargs), {})
-                        else:
-                            call = (fn, args, kwargs)
-                        (result, compute_seconds), source = _compute(*call), "computed"
-                        _store(path, (result, compute_seconds))
-            _MEMORY[key] = (result, compute_seconds)
-        RUN_LOG.append(
-            RunRecord(name, key, time.perf_counter() - start, source, compute_seconds)
-        )
+                        _miss(name, bound)
+                        _MEMORY[key], source = _timed(fn, bound), "computed"
+                        _store(path, _MEMORY[key])
+        result, compute_seconds = _MEMORY[key]
+        RUN_LOG.append(RunRecord(name, key, time.perf_counter() - start, source,
+                                 compute_seconds))
         return copy.deepcopy(result)
 
     wrapper.uncached = fn  # type: ignore[attr-defined]
     wrapper.parts = parts  # type: ignore[attr-defined]
     wrapper.cost = cost  # type: ignore[attr-defined]
+    wrapper.machine_dependent = machine_dependent  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
 def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callable, dict]]:
-    """The cached calls that ``fn(*args, **kwargs)`` makes, parts first, itself last.
+    """The cached calls ``fn(*args, **kwargs)`` makes, parts first, itself last.
 
-    Each entry is ``(cached_function, keyword_arguments)``. Calls in the list
-    before their parent are independent of each other, so a build may compute
-    them in parallel processes; the parent then finds them in the cache.
+    Each entry is ``(cached_function, keyword_arguments)``. The calls before
+    their parent are independent of each other, so they may be computed in
+    parallel processes; the parent then finds them in the cache.
     """
-    target = getattr(fn, "__wrapped__", fn)
-    bound = inspect.signature(target).bind(*args, **kwargs)
-    bound.apply_defaults()
+    bound = _bound_arguments(fn, args, kwargs)
     calls: list[tuple[Callable, dict]] = []
     parts = getattr(fn, "parts", None)
     if parts is not None:
-        for part, part_kwargs in parts(**bound.arguments):
+        for part, part_kwargs in parts(**bound):
             calls.extend(plan(part, **part_kwargs))
-    calls.append((fn, dict(bound.arguments)))
+    calls.append((fn, bound))
     return calls
 
 
-def _experiment(module: str, name: str) -> Callable[..., Any]:
-    """``module.name`` as imported in this process, single-threaded (a build's child)."""
-    import importlib
+def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
+    """Compute ``fn(**kwargs)`` into the disk cache; the seconds it took, or None.
 
-    import torch
-
-    torch.set_num_threads(1)
-    return getattr(importlib.import_module(module), name)
-
-
-def call_uncached(module: str, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
-    """``module.name(*args, **kwargs)`` computed, not looked up: what a runner runs.
-
-    See :func:`set_runner`.
+    None, computing nothing, when the result is stored already or another
+    process holds its lock (and is computing it). For a build's worker
+    processes (see :mod:`llmlab.precompute`).
     """
-    fn = _experiment(module, name)
-    return getattr(fn, "uncached", fn)(*args, **kwargs)
-
-
-def compute_in_worker(module: str, name: str, kwargs: dict[str, Any]) -> float | None:
-    """Compute ``module.name(**kwargs)`` into the disk cache; return the seconds, or None.
-
-    Used by the site build to compute independent experiments in worker
-    processes (single-threaded each) while it renders pages. Returns ``None``,
-    computing nothing, when the result is already stored or another process
-    (the page, a notebook's kernel) holds its lock: waiting for that process
-    would leave this worker idle while other jobs are queued. The lock is
-    taken without waiting and held while computing, so the page that asks for
-    this result meanwhile waits for it instead of computing it again.
-    """
-    fn = _experiment(module, name)
     folder = cache_dir()
     if folder is None:
-        raise ValueError("compute_in_worker needs the disk cache (LLMLAB_CACHE_DIR) to "
-                         "hand its result back")
+        raise ValueError("compute() needs the disk cache: set LLMLAB_CACHE_DIR to a folder")
     path = folder / f"{cache_key(fn, **kwargs)}.pkl"
     with _key_lock(path, wait=False) as held:
         if not held or path.exists():
             return None
-        result, seconds = _compute(getattr(fn, "uncached", fn), (), kwargs)
+        result, seconds = _timed(getattr(fn, "uncached", fn), _bound_arguments(fn, (), kwargs))
         _store(path, (result, seconds))
     return seconds
-
-
-def run_log_markdown(prefix: str = "llmlab.experiments") -> str:
-    """What this process computed or fetched, as a Markdown table.
-
-    One row per distinct experiment call whose name starts with ``prefix``:
-    how long computing it took (when it was computed, here or in the process
-    that stored it) and where this process got it. Pages show it at the end
-    of a lecture; the numbers are machine- and build-dependent.
-    """
-    from llmlab.report import markdown_table
-
-    first: dict[str, RunRecord] = {}
-    for record in RUN_LOG:
-        if record.name.startswith(prefix):
-            first.setdefault(record.key, record)
-    if not first:
-        return "_No experiment ran._\n"
-    where = {"computed": "computed now", "disk": "result cache", "memory": "this build",
-             "block": "saved page output"}
-    rows = [
-        [f"`{r.name.rsplit('.', 1)[-1]}`", f"{r.compute_seconds:.2f}", where[r.source]]
-        for r in first.values()
-    ]
-    return markdown_table(["experiment", "compute time (s)", "served from"], rows)

@@ -1,8 +1,8 @@
 """Seeded experiments for "Self-attention from scratch".
 
-Each ``run_*`` function seeds itself, runs on the CPU and returns a dataclass
-that renders itself as a Markdown table and/or an SVG figure. The timing
-function is deliberately not cached: its numbers belong to the machine.
+Each ``run_*`` function seeds itself, runs on the CPU and returns plain data
+(rendered by :mod:`llmlab.report.attention`). The timing is cached per machine:
+its numbers belong to the machine they were measured on.
 
 Taught on: "Self-attention from scratch".
 """
@@ -10,6 +10,7 @@ Taught on: "Self-attention from scratch".
 from __future__ import annotations
 
 import math
+import platform
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +21,6 @@ from llmlab.attention import MultiHeadAttention, MultiHeadAttentionWrapper
 from llmlab.attention import causal_weights_masked, mha_from_wrapper
 from llmlab.cache import cached
 from llmlab.functional import softmax
-from llmlab.report import fmt_float, heatmap_svg, line_plot_svg, markdown_table
 
 __all__ = [
     "DropoutDemoResult",
@@ -57,29 +57,6 @@ class SummaryRecallResult:
     dim: int
     vocab_size: int
     trials: int
-
-    def to_markdown(self) -> str:
-        rows = [
-            (n, fmt_float(s, 2), fmt_float(a, 2))
-            for n, s, a in zip(
-                self.lengths, self.summary_accuracy, self.attention_accuracy
-            )
-        ]
-        headers = ["num_tokens", f"fixed state (d={self.dim})", "attention over inputs"]
-        return markdown_table(headers, rows)
-
-    def to_svg(self) -> str:
-        series = {
-            f"fixed-size state (d = {self.dim})": (self.lengths, self.summary_accuracy),
-            "attention over all inputs": (self.lengths, self.attention_accuracy),
-        }
-        return line_plot_svg(
-            series,
-            xlabel="sequence length (tokens)",
-            ylabel="recall accuracy",
-            hlines={f"chance (1/{self.vocab_size})": 1 / self.vocab_size},
-            title="Recall the token at a random position",
-        )
 
 
 @cached
@@ -154,38 +131,6 @@ class ScalingResult:
     num_keys: int
     trials: int
 
-    def to_markdown(self) -> str:
-        rows = [
-            (
-                d,
-                fmt_float(vr, 1),
-                fmt_float(vs, 2),
-                fmt_float(mr, 3),
-                fmt_float(ms, 3),
-                fmt_float(jr, 4),
-                fmt_float(js, 4),
-            )
-            for d, vr, vs, mr, ms, jr, js in zip(
-                self.d_ks,
-                self.var_raw,
-                self.var_scaled,
-                self.max_weight_raw,
-                self.max_weight_scaled,
-                self.jacobian_raw,
-                self.jacobian_scaled,
-            )
-        ]
-        headers = [
-            "d_k",
-            "Var(q·k)",
-            "Var(q·k/√d_k)",
-            "max weight, raw",
-            "max weight, scaled",
-            "‖∂p/∂z‖, raw",
-            "‖∂p/∂z‖, scaled",
-        ]
-        return markdown_table(headers, rows)
-
 
 def _jacobian_norm(p: Tensor) -> Tensor:
     """Frobenius norm of ``diag(p) - p p^T`` for each row of ``p``."""
@@ -258,14 +203,6 @@ class DropoutDemoResult:
         kept = self.dropped != 0
         return self.dropped[kept] / self.weights[kept]
 
-    def to_svg(self) -> str:
-        return heatmap_svg(
-            self.dropped,
-            xlabel="key position",
-            ylabel="query position",
-            title=f"causal weights after dropout (p = {self.p})",
-        )
-
 
 @cached
 def run_dropout_demo(p: float = 0.5, num_tokens: int = 6, seed: int = 123
@@ -320,17 +257,10 @@ class TimingResult:
     shape: tuple[int, int, int]
     num_heads: int
     threads: int
-
-    def to_markdown(self) -> str:
-        base = self.seconds[0]
-        rows = [
-            (name, fmt_float(s * 1e6, 1), fmt_float(s / base, 2))
-            for name, s in zip(self.names, self.seconds)
-        ]
-        headers = ["variant", "median time (µs)", f"relative to {self.names[0]}"]
-        return markdown_table(headers, rows)
+    machine: str
 
 
+@cached(machine_dependent=True)
 def time_attention_variants(
     batch: int = 2,
     num_tokens: int = 64,
@@ -343,7 +273,8 @@ def time_attention_variants(
 
     All three compute the same function (the batched module is built from the
     wrapper's weights with an identity output projection), in eval mode and
-    without gradients. Not cached: the numbers describe the machine it runs on.
+    without gradients. Cached per machine (``machine_dependent``): the numbers
+    describe the machine they were measured on, which ``machine`` names.
     """
     from torch.utils import benchmark
 
@@ -373,4 +304,4 @@ def time_attention_variants(
             seconds.append(timer.blocked_autorange(min_run_time=min_run_time).median)
     diff = max((o - outputs[0]).abs().max().item() for o in outputs[1:])
     shape = (batch, num_tokens, d_model)
-    return TimingResult(names, seconds, diff, shape, num_heads, 1)
+    return TimingResult(names, seconds, diff, shape, num_heads, 1, platform.machine())

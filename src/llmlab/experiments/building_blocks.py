@@ -1,8 +1,8 @@
 """Experiments for the Llama-style building blocks lecture.
 
-Each ``run_*`` is seeded, CPU-only and returns a dataclass that renders itself.
-:func:`run_flops_vs_runtime` times kernels, so it is *not* cached: a cached timing
-would be shown next to the description of a different machine.
+Each ``run_*`` is seeded, CPU-only and returns plain data (rendered by
+:mod:`llmlab.report.building_blocks`). :func:`run_flops_vs_runtime` times kernels,
+so it is cached per machine: its timings describe the machine that measured them.
 
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import platform
 
 import torch
 import torch.nn.functional as F
@@ -30,15 +31,6 @@ from llmlab.models.llama import (
 from llmlab.norm import LayerNorm, RMSNorm, rms_norm
 from llmlab.params import count_parameters
 from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
-from llmlab.report import (
-    fmt_float,
-    fmt_int,
-    fmt_pct,
-    fmt_shape,
-    heatmap_svg,
-    line_plot_svg,
-    markdown_table,
-)
 
 __all__ = [
     "ActivationResult",
@@ -76,21 +68,6 @@ class InitStatisticsResult:
     measured_std: list[float]
     max_abs: list[float]
     cut: list[float]
-
-    def to_markdown(self) -> str:
-        rows = [
-            (n, fmt_shape(s), fmt_float(t, 4), fmt_float(p, 4), fmt_float(m, 4),
-             fmt_float(a, 4), fmt_float(c, 4))
-            for n, s, t, p, m, a, c in zip(
-                self.names, self.shapes, self.target_std, self.predicted_std,
-                self.measured_std, self.max_abs, self.cut,
-            )
-        ]
-        return markdown_table(
-            ["layer", "weight", "σ target", "σ truncated (theory)", "σ measured",
-             "max abs(w)", "3σ cut"],
-            rows,
-        )
 
 
 @cached
@@ -135,18 +112,6 @@ class NormComparisonResult:
     max_diff_layernorm: float
     max_diff_rmsnorm: float
 
-    def to_markdown(self) -> str:
-        rows = [
-            (lab, fmt_float(m), fmt_float(s), fmt_float(r),
-             "" if p is None else fmt_int(p))
-            for lab, m, s, r, p in zip(
-                self.labels, self.mean, self.std, self.rms, self.parameters
-            )
-        ]
-        return markdown_table(
-            ["tensor", "row mean", "row std", "row RMS", "parameters"], rows
-        )
-
 
 def _row_stats(x: torch.Tensor) -> tuple[float, float, float]:
     x = x.double()
@@ -182,7 +147,7 @@ def run_norm_comparison(
         outs = [x, LayerNorm(d_model)(x), RMSNorm(d_model)(x)]
     stats = [_row_stats(t) for t in outs]
     return NormComparisonResult(
-        labels=["input x", "LayerNorm(x)", "RMSNorm(x)"],
+        labels=["x", "LayerNorm(x)", "RMSNorm(x)"],
         mean=[s[0] for s in stats],
         std=[s[1] for s in stats],
         rms=[s[2] for s in stats],
@@ -205,23 +170,10 @@ class LowPrecisionNormResult:
     max_abs_error: list[float]
     scale: float
 
-    def to_markdown(self) -> str:
-        rows = [
-            (d, m, fmt_int(i), fmt_int(n), fmt_int(z), fmt_int(self.n_total),
-             "—" if math.isnan(e) else fmt_float(e, 4))
-            for d, m, i, n, z, e in zip(
-                self.dtypes, self.methods, self.n_inf, self.n_nan, self.n_zero,
-                self.max_abs_error,
-            )
-        ]
-        return markdown_table(
-            ["input dtype", "computed in", "inf", "nan", "zeros", "outputs",
-             "max abs error"],
-            rows,
-        )
 
     def row(self, dtype: str, method: str) -> int:
-        """Index of the row for ``dtype`` (``"float16"``) and ``method``."""
+        """Index of the row for ``dtype`` (``"float16"``) and ``method``
+        (``"input_dtype"`` or ``"float32"``)."""
         for i, (d, m) in enumerate(zip(self.dtypes, self.methods)):
             if d == dtype and m == method:
                 return i
@@ -243,7 +195,7 @@ def run_low_precision_norm(
     for dtype in (torch.float16, torch.bfloat16):
         x_low = x.to(dtype)
         exact = rms_norm(x_low.double(), upcast=False)  # reference on the same inputs
-        for method, upcast in (("input dtype", False), ("float32", True)):
+        for method, upcast in (("input_dtype", False), ("float32", True)):
             y = rms_norm(x_low, upcast=upcast)
             finite = torch.isfinite(y)
             err = (y.double() - exact).abs()[finite]
@@ -261,60 +213,61 @@ def run_low_precision_norm(
 
 @dataclasses.dataclass
 class FlopsRuntimeResult:
-    """FLOPs, bytes moved and measured time of a few ops at one size."""
+    """FLOPs, bytes moved and measured time of a few ops at one size, on one thread.
+
+    Row ``i`` is op ``ops[i]`` as implemented by ``impls[i]``: ``"torch"`` (PyTorch's
+    fused kernel, ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
+    matmul) or ``"llmlab"`` (this course's teaching code, one tensor op per step).
+    """
 
     ops: list[str]
-    shapes: list[str]
+    impls: list[str]
+    shapes: list[list[tuple[int, ...]]]  # the operands' shapes
     flops: list[float]
     bytes_moved: list[float]
     seconds: list[float]
     ridge: float  # FLOP per byte where the measured matmul rate meets copy bandwidth
-
-    @property
-    def flop_share(self) -> list[float]:
-        return [f / sum(self.flops) for f in self.flops]
-
-    @property
-    def time_share(self) -> list[float]:
-        return [t / sum(self.seconds) for t in self.seconds]
+    machine: str
+    threads: int
 
     @property
     def intensity(self) -> list[float]:
         return [f / b for f, b in zip(self.flops, self.bytes_moved)]
 
-    def memory_bound(self) -> list[bool]:
-        """True where the arithmetic intensity is below the machine's ridge point."""
-        return [i < self.ridge for i in self.intensity]
+    def index(self, op: str, impl: str = "torch") -> int:
+        for i, (o, m) in enumerate(zip(self.ops, self.impls)):
+            if (o, m) == (op, impl):
+                return i
+        raise ValueError(f"no row for op={op!r}, impl={impl!r}; ops are {sorted(set(self.ops))}")
 
-    def index(self, op: str) -> int:
-        return self.ops.index(op)
+    def layer(self, impl: str = "torch") -> list[int]:
+        """One row per op: ``impl``'s where it has one, PyTorch's otherwise."""
+        rows = {}
+        for i, (op, m) in enumerate(zip(self.ops, self.impls)):
+            if m == impl or op not in rows:
+                rows[op] = i
+        return list(rows.values())
 
-    def to_markdown(self) -> str:
-        rows = [
-            (op, shape, f"{f:.2e}", fmt_pct(fs, 2), fmt_pct(ts, 1),
-             fmt_float(ts / fs, 1), fmt_float(i, 2),
-             "memory" if mb else "compute", fmt_float(1e3 * t, 3))
-            for op, shape, f, fs, ts, i, mb, t in zip(
-                self.ops, self.shapes, self.flops, self.flop_share, self.time_share,
-                self.intensity, self.memory_bound(), self.seconds,
-            )
-        ]
-        return markdown_table(
-            ["op", "tensor", "FLOPs", "FLOP share", "time share", "time ÷ FLOP share",
-             "FLOP/byte", "bound by", "ms"],
-            rows,
-        )
+    def shares(self, impl: str = "torch") -> dict[str, tuple[float, float]]:
+        """``{op: (FLOP share, time share)}`` over the rows of :meth:`layer`."""
+        rows = self.layer(impl)
+        flops = sum(self.flops[i] for i in rows)
+        seconds = sum(self.seconds[i] for i in rows)
+        return {self.ops[i]: (self.flops[i] / flops, self.seconds[i] / seconds) for i in rows}
+
+    def memory_bound(self, i: int) -> bool:
+        """Row ``i``'s arithmetic intensity is below the machine's ridge point."""
+        return self.intensity[i] < self.ridge
 
 
 def _median_seconds(fn, arg, min_run_time: float) -> float:
     from torch.utils import benchmark
 
-    timer = benchmark.Timer(
-        stmt="fn(arg)", globals={"fn": fn, "arg": arg}, num_threads=1
-    )
+    timer = benchmark.Timer(stmt="fn(arg)", globals={"fn": fn, "arg": arg}, num_threads=1)
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
+@cached(machine_dependent=True)
 def run_flops_vs_runtime(
     n_tokens: int = 512, d_model: int = 768, d_head: int = 64,
     min_run_time: float = 0.2, seed: int = 0,
@@ -324,8 +277,9 @@ def run_flops_vs_runtime(
     FLOPs per element: RMSNorm 4 (square, sum, scale, gain), LayerNorm 7, softmax 5
     (max, subtract, exp, sum, divide), GELU 8 (a nominal count for ``erf``). Bytes are
     the minimum a fused kernel moves: read the input (and weights), write the output,
-    float32. The ridge point is the measured matmul FLOP/s over the measured
-    bandwidth of a large copy. Not cached (machine-dependent).
+    float32; the teaching code moves more (each step reads and writes a full tensor).
+    The ridge point is the measured matmul FLOP/s over the measured bandwidth of a
+    large copy. Cached per machine (``machine_dependent``).
     """
     torch.manual_seed(seed)
     n_heads = d_model // d_head
@@ -335,25 +289,30 @@ def run_flops_vs_runtime(
     scores = torch.randn(n_heads, n_tokens, n_tokens)  # (h, N, N) attention scores
     rms, ln = RMSNorm(d_model), LayerNorm(d_model)
     n, d, f4 = n_tokens * d_model, d_model, 4  # elements of x, width, bytes per float
-    specs = [
-        ("matmul d→4d", fmt_shape((n_tokens, d_model)) + " @ " + fmt_shape(w.shape),
-         lambda t: t @ w, x, 2 * n_tokens * d * 4 * d,
+    ones, zeros = torch.ones(d), torch.zeros(d)
+    specs = [  # op, impl, operands, function, FLOPs, bytes
+        ("matmul", "torch", [x, w], lambda t: t @ w, 2 * n_tokens * d * 4 * d,
          f4 * (n + d * 4 * d + 4 * n)),
-        ("RMSNorm", fmt_shape(x.shape), rms, x, 4 * n, f4 * (2 * n + d)),
-        ("LayerNorm", fmt_shape(x.shape), ln, x, 7 * n, f4 * (2 * n + 2 * d)),
-        ("softmax", fmt_shape(scores.shape), softmax, scores, 5 * scores.numel(),
-         f4 * 2 * scores.numel()),
-        ("GELU", fmt_shape(hidden.shape), F.gelu, hidden, 8 * hidden.numel(),
-         f4 * 2 * hidden.numel()),
+        ("RMSNorm", "llmlab", [x], rms, 4 * n, f4 * (2 * n + d)),
+        ("RMSNorm", "torch", [x], lambda t: F.rms_norm(t, (d,), ones, 1e-5), 4 * n,
+         f4 * (2 * n + d)),
+        ("LayerNorm", "llmlab", [x], ln, 7 * n, f4 * (2 * n + 2 * d)),
+        ("LayerNorm", "torch", [x], lambda t: F.layer_norm(t, (d,), ones, zeros, 1e-5),
+         7 * n, f4 * (2 * n + 2 * d)),
+        ("softmax", "llmlab", [scores], softmax, 5 * scores.numel(), f4 * 2 * scores.numel()),
+        ("softmax", "torch", [scores], lambda t: torch.softmax(t, dim=-1),
+         5 * scores.numel(), f4 * 2 * scores.numel()),
+        ("GELU", "torch", [hidden], F.gelu, 8 * hidden.numel(), f4 * 2 * hidden.numel()),
     ]
-    res = FlopsRuntimeResult([], [], [], [], [], 0.0)
+    res = FlopsRuntimeResult([], [], [], [], [], [], 0.0, platform.machine(), 1)
     with torch.no_grad():
-        for name, shape, fn, arg, flops, nbytes in specs:
-            res.ops.append(name)
-            res.shapes.append(shape)
+        for op, impl, operands, fn, flops, nbytes in specs:
+            res.ops.append(op)
+            res.impls.append(impl)
+            res.shapes.append([tuple(t.shape) for t in operands])
             res.flops.append(float(flops))
             res.bytes_moved.append(float(nbytes))
-            res.seconds.append(_median_seconds(fn, arg, min_run_time))
+            res.seconds.append(_median_seconds(fn, operands[0], min_run_time))
         big = torch.randn(8 * 1024 * 1024)  # 32 MiB: larger than the caches
         copy_s = _median_seconds(torch.clone, big, min_run_time)
     flops_per_s = res.flops[0] / res.seconds[0]
@@ -373,18 +332,6 @@ class ActivationResult:
     values: dict[str, list[float]]
     grid: list[float]
     curves: dict[str, list[float]]
-
-    def to_markdown(self) -> str:
-        headers = ["x", *self.values]
-        rows = [
-            (fmt_float(p, 2), *(fmt_float(v[i], 3) for v in self.values.values()))
-            for i, p in enumerate(self.points)
-        ]
-        return markdown_table(headers, rows)
-
-    def to_svg(self) -> str:
-        series = {k: (self.grid, v) for k, v in self.curves.items()}
-        return line_plot_svg(series, xlabel="x", ylabel="activation(x)", height=3.2)
 
 
 @cached
@@ -413,21 +360,6 @@ class FFNParityResult:
     relu_params: list[int]
     swiglu_d_ff: list[int]
     swiglu_params: list[int]
-
-    def to_markdown(self) -> str:
-        rows = [
-            (d, fmt_int(rf), fmt_int(rp), fmt_int(sf), fmt_float(sf / d, 3),
-             fmt_int(sp), f"{sp / rp - 1:+.2%}")
-            for d, rf, rp, sf, sp in zip(
-                self.d_models, self.relu_d_ff, self.relu_params, self.swiglu_d_ff,
-                self.swiglu_params,
-            )
-        ]
-        return markdown_table(
-            ["d_model", "ReLU d_ff", "ReLU FFN params", "SwiGLU d_ff", "d_ff / d_model",
-             "SwiGLU params", "difference"],
-            rows,
-        )
 
 
 @cached
@@ -461,24 +393,6 @@ class RopeCheckResult:
     frequencies: list[float]  # θ_k, k = 0..d_k/2-1
     theta: float
     d_k: int
-
-    def to_svg(self) -> str:
-        n = len(self.scores)
-        return heatmap_svg(
-            self.scores, [str(i) for i in range(n)], [str(i) for i in range(n)],
-            xlabel="key position n", ylabel="query position m", annotate=False,
-            cmap="RdBu_r", title="q·k after RoPE",
-        )
-
-    def frequency_svg(self) -> str:
-        k = list(range(len(self.frequencies)))
-        wavelength = [2 * math.pi / f for f in self.frequencies]
-        return line_plot_svg(
-            {"θ_k (radians per position)": (k, self.frequencies),
-             "wavelength 2π/θ_k (positions)": (k, wavelength)},
-            xlabel=f"pair index k (d_k = {self.d_k}, Θ = {self.theta:g})", logy=True,
-            height=3.2,
-        )
 
 
 @cached
@@ -520,10 +434,6 @@ class AttentionCheckResult:
     labels: list[str]
     max_abs_diff: list[float]
     past_unchanged: bool  # editing the last token leaves earlier outputs unchanged
-
-    def to_markdown(self) -> str:
-        rows = [(lab, f"{d:.1e}") for lab, d in zip(self.labels, self.max_abs_diff)]
-        return markdown_table(["comparison", "max abs difference"], rows)
 
 
 def _reference_attention(
@@ -568,8 +478,7 @@ def run_attention_check(
         edited[:, -1] = torch.randn(batch, d_model)
         past = torch.allclose(roped(x)[:, :-1], roped(edited)[:, :-1])
     return AttentionCheckResult(
-        labels=["no RoPE vs SDPA(is_causal=True)",
-                "RoPE vs complex RoPE + SDPA(is_causal=True)"],
+        labels=["no_rope", "rope"],
         max_abs_diff=diffs,
         past_unchanged=past,
     )
@@ -586,18 +495,6 @@ class ParameterCheckResult:
     configs: list[LlamaConfig]
     formula: list[int]
     code: list[int]
-
-    def to_markdown(self) -> str:
-        rows = [
-            (n, c.d_model, c.num_layers, c.num_heads, c.d_ff, fmt_int(c.vocab_size),
-             fmt_int(f), fmt_int(k), "yes" if f == k else "NO")
-            for n, c, f, k in zip(self.names, self.configs, self.formula, self.code)
-        ]
-        return markdown_table(
-            ["config", "d_model", "layers", "heads", "d_ff", "vocab", "formula",
-             "counted in code", "equal"],
-            rows,
-        )
 
 
 @cached

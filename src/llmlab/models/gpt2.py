@@ -315,15 +315,11 @@ def block_param_count(d_model: int) -> int:
 
 
 def gpt2_param_breakdown(config: GPT2Config) -> dict[str, int]:
-    """Parameters of :class:`TransformerLM` by part (the tied output adds none)."""
+    """Parameters of :class:`TransformerLM` by submodule (the tied ``lm_head`` adds none)."""
     V, C = config.vocab_size, config.context_length
     D, L = config.d_model, config.n_layers
-    return {
-        "token embedding": V * D,
-        "position embedding": C * D,
-        "blocks": L * block_param_count(D),
-        "final LayerNorm": 2 * D,
-    }
+    return {"tok_emb": V * D, "pos_emb": C * D, "blocks": L * block_param_count(D),
+            "ln_f": 2 * D}
 
 
 def gpt2_param_count(config: GPT2Config) -> int:

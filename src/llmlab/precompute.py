@@ -1,0 +1,311 @@
+"""Compute what the course's pages show, before the site is rendered.
+
+    python -m llmlab.precompute                 # what docs/experiments.toml lists
+    python -m llmlab.precompute --workers 1     # one process
+    python -m llmlab.precompute --list          # the calls, by page; compute nothing
+
+The manifest (``docs/experiments.toml``) names, per page, the experiments its
+blocks call. This program computes every missing result into the
+content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
+``.cache/llmlab``) in worker processes, costliest first, each split experiment's
+parts side by side and timings last, alone. Then it executes every notebook in
+``examples/`` once and writes, per language, the notebook page's Markdown and its
+``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/examples/``. The
+site's pages read the results from the cache; a call that is not in the
+manifest misses there and fails the build. A run whose inputs (``llmlab``'s
+source, the manifest, the notebooks, the versions) have not changed since the
+last successful one does nothing (:func:`stamp`).
+
+Taught on: the home page ("How the numbers are made").
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import copy
+import hashlib
+import html
+import importlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+import tomllib
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from llmlab import cache
+
+__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "split_notebook", "stamp"]
+
+LANGUAGES = ("zh", "en")
+REPORT = "precompute.json"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One manifest entry: ``module.name(**kwargs)`` shown on ``page``."""
+
+    page: str
+    text: str  # as written in the manifest, e.g. "multihead.run_why_multihead()"
+    module: str
+    name: str
+    kwargs: dict[str, Any]
+
+
+def _parse_call(page: str, text: str) -> Call:
+    try:
+        node = ast.parse(text, mode="eval").body
+        if not isinstance(node, ast.Call) or node.args:
+            raise ValueError("expected module.function(keyword=literal, ...)")
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        dotted = ast.unparse(node.func)
+    except (SyntaxError, ValueError) as error:
+        raise ValueError(f"manifest entry {text!r} of page {page!r}: {error}") from None
+    module, _, name = f"llmlab.experiments.{dotted}".rpartition(".")
+    return Call(page, text, module, name, kwargs)
+
+
+def load_manifest(path: str | Path) -> list[Call]:
+    """Every call of the manifest at ``path``, in order (TOML: ``[page] calls = [...]``)."""
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    return [_parse_call(page, text) for page, table in data.items()
+            for text in table.get("calls", [])]
+
+
+def stamp(manifest: str | Path, examples: str | Path) -> str:
+    """Hash of everything a run depends on; equal to the last run's: nothing to do."""
+    digest = hashlib.sha256(cache.source_hash().encode())
+    for path in [Path(manifest), *sorted(Path(examples).glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for package in ("torch", "nbclient", "ipykernel", "jupytext"):
+        digest.update(metadata.version(package).encode())
+    digest.update(sys.version.encode() + json.dumps(cache.machine_fingerprint()).encode())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------
+# experiments, in worker processes
+# --------------------------------------------------------------------------
+def _function(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(module), name)
+
+
+def _plan(call: Call) -> list[dict[str, Any]]:
+    """The cached calls ``call`` makes, parts first, with what scheduling needs."""
+    jobs = []
+    for fn, kwargs in cache.plan(_function(call.module, call.name), **call.kwargs):
+        if not hasattr(fn, "uncached"):
+            raise ValueError(f"{call.text} (page {call.page}) is not a @cached experiment")
+        jobs.append({"module": fn.__module__, "name": fn.__name__, "kwargs": kwargs,
+                     "key": cache.cache_key(fn, **kwargs), "cost": fn.cost,
+                     "machine": fn.machine_dependent, "parent": fn.parts is not None})
+    return jobs
+
+
+def _compute(job: dict[str, Any]) -> tuple[str, float | None]:
+    import torch
+
+    torch.set_num_threads(1)
+    return job["key"], cache.compute(_function(job["module"], job["name"]), **job["kwargs"])
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # Fork on Linux: the workers start with torch and the experiments imported
+    # once, here. macOS and Windows spawn fresh interpreters (fork is unsafe there).
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], list[dict]]:
+    """Fill the cache with every call's result; (jobs run, each call's planned jobs)."""
+    import torch
+
+    torch.set_num_threads(1)
+    planned = [_plan(call) for call in calls]  # imports every experiment module here
+    folder = cache.cache_dir()
+    todo: dict[str, dict[str, Any]] = {}
+    for jobs in planned:
+        for job in jobs:
+            if not (folder / f"{job['key']}.pkl").exists():
+                todo.setdefault(job["key"], job)
+    # leaves (parts, plain experiments) side by side, costliest first; then the
+    # parents, which read their parts from the cache; then timings, one at a time
+    leaves = sorted((j for j in todo.values() if not j["parent"] and not j["machine"]),
+                    key=lambda j: -j["cost"])
+    stages = [leaves, [j for j in todo.values() if j["parent"]],
+              [j for j in todo.values() if j["machine"]]]
+    done = []
+    with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
+        for stage in stages[:2]:
+            for job, (_, seconds) in zip(stage, pool.map(_compute, stage)):
+                done.append({**job, "seconds": seconds})
+    for job in stages[2]:  # alone: nothing else runs while a timing is taken
+        with ProcessPoolExecutor(1, mp_context=_context()) as pool:
+            done.append({**job, "seconds": pool.submit(_compute, job).result()[1]})
+    return done, planned
+
+
+# --------------------------------------------------------------------------
+# notebooks: executed once, shown per language
+# --------------------------------------------------------------------------
+def split_notebook(nb: Any, lang: str) -> Any:
+    """The notebook for one language: markdown cells marked ``lang`` (or unmarked)."""
+    out = copy.deepcopy(nb)
+    out.cells = [c for c in out.cells if c.metadata.get("lang", lang) == lang]
+    for cell in out.cells:
+        cell.metadata.pop("lang", None)
+    return out
+
+
+def _output_markdown(output: Any, lang: str) -> str:
+    if output.output_type == "stream":
+        return f"```text\n{output.text.rstrip()}\n```"
+    data, meta = output.get("data", {}), output.get("metadata", {})
+    own = meta.get("llmlab", {}).get(lang)  # llmlab.report.Localized: every language
+    if "image/svg+xml" in data:
+        alt = meta.get("alt", {})
+        alt = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
+        svg = base64.b64encode((own or data["image/svg+xml"]).encode()).decode()
+        return (f'<img class="llmlab-figure" alt="{html.escape(alt)}" '
+                f'src="data:image/svg+xml;base64,{svg}">')
+    if "text/markdown" in data:
+        return own or data["text/markdown"]
+    if "text/html" in data:
+        return data["text/html"]
+    return f"```text\n{data.get('text/plain', '').rstrip()}\n```"
+
+
+def notebook_markdown(nb: Any, name: str, lang: str) -> str:
+    """The site page of an executed notebook ``name`` in ``lang``."""
+    label = {"zh": ("下载：", "运行："), "en": ("Download: ", "Run it: ")}[lang]
+    parts = []
+    for i, cell in enumerate(split_notebook(nb, lang).cells):
+        if cell.cell_type == "markdown":
+            parts.append(cell.source)
+        elif cell.cell_type == "code":
+            parts.append(f"```python\n{cell.source}\n```")
+            parts += [_output_markdown(o, lang) for o in cell.get("outputs", [])]
+        if i == 0:  # under the title: the downloads, in this language
+            parts.append(
+                f'{label[0]}<a href="{name}.ipynb" download><code>{name}.ipynb</code></a>'
+                f' · <a href="{name}.py" download><code>{name}.py</code></a> · '
+                f"{label[1]}`python {name}.py`")
+    return "\n\n".join(parts) + "\n"
+
+
+def _execute(path: Path, folder: Path) -> tuple[str, float | None]:
+    """Execute the notebook at ``path`` into the cache (``None``: it was there)."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    source = path.read_text(encoding="utf-8")
+    key = hashlib.sha256(json.dumps([source, cache.snippet_hash(source), stamp_versions()])
+                         .encode()).hexdigest()
+    out = folder / "notebooks" / f"{key}.ipynb"
+    if out.exists():
+        return key, None
+    start = time.perf_counter()
+    nb = jupytext.reads(source, fmt="py:percent")
+    # the kernel listens on localhost only; its warning about plain TCP is noise here
+    NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=False,
+                   extra_arguments=["--log-level=ERROR"],
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(nbformat.writes(nb), encoding="utf-8")
+    tmp.replace(out)
+    return key, time.perf_counter() - start
+
+
+def stamp_versions() -> list[str]:
+    return [metadata.version(p) for p in ("torch", "nbclient", "ipykernel", "jupytext")]
+
+
+def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
+    """Execute each notebook once; write its pages and downloads per language."""
+    import jupytext
+    import nbformat
+
+    folder = cache.cache_dir()
+    paths = sorted(examples.glob("*.py"))
+    with ThreadPoolExecutor(max(1, workers)) as pool:  # each kernel is a process
+        results = list(pool.map(lambda p: _execute(p, folder), paths))
+    report = []
+    for path, (key, seconds) in zip(paths, results):
+        nb = nbformat.read(folder / "notebooks" / f"{key}.ipynb", as_version=4)
+        for lang in LANGUAGES:
+            site = folder / "site" / lang / "examples"
+            site.mkdir(parents=True, exist_ok=True)
+            own = split_notebook(nb, lang)
+            files = {f"{path.stem}.md": notebook_markdown(nb, path.stem, lang),
+                     f"{path.stem}.ipynb": nbformat.writes(own),
+                     f"{path.stem}.py": jupytext.writes(own, fmt="py:percent")}
+            for file, text in files.items():
+                if not (site / file).is_file() or (site / file).read_text("utf-8") != text:
+                    (site / file).write_text(text, encoding="utf-8")
+        report.append({"notebook": path.name, "key": key[:16], "seconds": seconds})
+    return report
+
+
+# --------------------------------------------------------------------------
+# the program
+# --------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llmlab.precompute",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--manifest", default="docs/experiments.toml")
+    parser.add_argument("--examples", default="examples", help="folder of notebooks")
+    parser.add_argument("--cache-dir", help="default: $LLMLAB_CACHE_DIR or .cache/llmlab")
+    parser.add_argument("--workers", type=int,
+                        default=int(os.environ.get("LLMLAB_BUILD_WORKERS", os.cpu_count() or 1)))
+    parser.add_argument("--list", action="store_true", help="print the calls and stop")
+    args = parser.parse_args(argv)
+    os.environ["LLMLAB_CACHE_DIR"] = args.cache_dir or os.environ.get(
+        "LLMLAB_CACHE_DIR", ".cache/llmlab")
+    os.environ.pop("LLMLAB_CACHE", None)  # results go to disk: the pages read them there
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["LLMLAB_CACHE_MISS"] = "error"  # notebooks too: only what is listed
+    calls = load_manifest(args.manifest)
+    if args.list:
+        for call in calls:
+            print(f"{call.page}: {call.text}")
+        return 0
+    folder = cache.cache_dir()
+    current = stamp(args.manifest, args.examples)
+    previous = folder / REPORT
+    if previous.is_file() and json.loads(previous.read_text("utf-8")).get("stamp") == current:
+        print("precompute: up to date")
+        return 0
+    start, cpu = time.perf_counter(), time.process_time()
+    done, planned = compute_experiments(calls, args.workers)
+    for job in done:
+        state = "stored already" if job["seconds"] is None else f"{job['seconds']:.1f} s"
+        print(f"precompute: {job['module'].rsplit('.', 1)[-1]}.{job['name']} ({state})")
+    notebooks = run_notebooks(Path(args.examples), args.workers)
+    seconds = {job["key"]: job["seconds"] for job in done}
+    pages: dict[str, list[dict[str, Any]]] = {}
+    for call, jobs in zip(calls, planned):
+        pages.setdefault(call.page, []).append(
+            {"call": call.text, "name": f"{call.module}.{call.name}", "key": jobs[-1]["key"],
+             "keys": [j["key"] for j in jobs], "computed": {j["key"]: seconds[j["key"]]
+                                                           for j in jobs if j["key"] in seconds}})
+    report = {"stamp": current, "wall_seconds": time.perf_counter() - start,
+              "main_cpu_seconds": time.process_time() - cpu, "workers": args.workers,
+              "jobs": done, "notebooks": notebooks, "pages": pages}
+    tmp = previous.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(previous)
+    print(f"precompute: {len(done)} results, {len(notebooks)} notebooks in "
+          f"{report['wall_seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,337 @@
+"""What a reader sees: tables and figures made from results, in the reader's language.
+
+Experiments return data (:mod:`llmlab.experiments`); this package turns data into
+Markdown tables and SVG figures. One mechanism picks the language: the argument
+``lang`` where a function takes one, else the environment variable
+``LLMLAB_LANG`` (``zh`` or ``en``; the site's build sets it for each page), else
+English. So a block copied from a Chinese page and run in a plain interpreter
+prints English labels; ``LLMLAB_LANG=zh python block.py`` prints Chinese ones.
+
+Words are given in both languages with :func:`label`; numbers, identifiers
+(``q_proj``, ``RMSNorm``) and shapes are the same in both. :func:`table`,
+:func:`heatmap` and :func:`line_plot` return :class:`Localized` objects: printed,
+they are Markdown (or an ``<img>`` tag) in the current language; displayed in a
+notebook, they carry every language, so one executed notebook serves both.
+Everything is deterministic: the same data gives the same bytes.
+
+Taught on: every lecture (how the pages print their results).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import io
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "Label",
+    "Localized",
+    "figure",
+    "fmt_float",
+    "fmt_int",
+    "fmt_pct",
+    "fmt_shape",
+    "heatmap",
+    "heatmap_svg",
+    "img_tag",
+    "label",
+    "language",
+    "line_plot",
+    "line_plot_svg",
+    "markdown_table",
+    "svg_from_figure",
+    "table",
+    "text",
+    "yes_no",
+]
+
+LANGUAGES = ("zh", "en")
+DEFAULT_LANGUAGE = "en"
+
+
+def language(lang: str | None = None) -> str:
+    """The language to render in: ``lang``, else ``$LLMLAB_LANG``, else English."""
+    chosen = lang if lang is not None else os.environ.get("LLMLAB_LANG") or DEFAULT_LANGUAGE
+    if chosen not in LANGUAGES:
+        where = "lang" if lang is not None else "LLMLAB_LANG"
+        raise ValueError(f"{where} must be one of {LANGUAGES}, got {chosen!r}")
+    return chosen
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    """The same words in Chinese and English; ``str()`` gives the current language."""
+
+    zh: str
+    en: str
+
+    def text(self, lang: str | None = None) -> str:
+        return getattr(self, language(lang))
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple:
+        return Localized(self.text)._repr_mimebundle_()
+
+
+def label(zh: str, en: str) -> Label:
+    """Words a reader sees, in both languages: ``label("最差的目标", "worst target")``."""
+    for name, value in (("zh", zh), ("en", en)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return Label(zh, en)
+
+
+def text(value: Any, lang: str | None = None) -> str:
+    """``value`` as text in ``lang``: a :class:`Label`'s words, anything else ``str()``."""
+    return value.text(lang) if isinstance(value, Label) else str(value)
+
+
+def yes_no(flag: bool) -> Label:
+    return label("是", "yes") if flag else label("否", "no")
+
+
+class Localized:
+    """Something shown to a reader, made on demand in the reader's language.
+
+    Args:
+        make: ``make(lang) -> str``: Markdown, or SVG text when ``alt`` is given.
+        alt: For a figure, the ``alt`` text that says what it shows.
+    """
+
+    def __init__(self, make: Callable[[str], str], alt: Label | None = None) -> None:
+        self.make, self.alt = make, alt
+
+    def render(self, lang: str | None = None) -> str:
+        """Markdown, or for a figure an ``<img>`` tag, in ``lang``."""
+        lang = language(lang)
+        if self.alt is None:
+            return self.make(lang)
+        return img_tag(self.make(lang), alt=self.alt.text(lang))
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple:
+        """For notebooks: the current language shown, every language in the metadata."""
+        mime = "text/markdown" if self.alt is None else "image/svg+xml"
+        every = {lang: self.make(lang) for lang in LANGUAGES}
+        meta: dict[str, Any] = {"llmlab": every}
+        if self.alt is not None:
+            meta["alt"] = {lang: self.alt.text(lang) for lang in LANGUAGES}
+        return {mime: every[language()]}, meta
+
+
+# --------------------------------------------------------------------------
+# numbers and tables
+# --------------------------------------------------------------------------
+def fmt_int(n: int) -> str:
+    """``124439808`` -> ``"124,439,808"``."""
+    return f"{int(n):,}"
+
+
+def fmt_float(x: float, digits: int = 3) -> str:
+    """Fixed-point with ``digits`` decimals; ``-0.000`` is shown as ``0.000``."""
+    out = f"{float(x):.{digits}f}"
+    return out[1:] if out.startswith("-") and float(out) == 0 else out
+
+
+def fmt_pct(x: float, digits: int = 1) -> str:
+    """``0.1234`` -> ``"12.3%"``."""
+    return f"{100 * float(x):.{digits}f}%"
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """``torch.Size([2, 5, 16])`` -> ``"(2, 5, 16)"``."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"shape must be a sequence of ints such as (2, 5, 16), got {shape!r}")
+    dims = tuple(int(d) for d in shape)
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _cell(value: Any, lang: str) -> str:
+    # a pipe would end the cell, a newline the row
+    return text(value, lang).replace("|", r"\|").replace("\n", " ")
+
+
+def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
+                   align: str | None = None, lang: str | None = None) -> str:
+    """A Markdown table; :class:`Label` headers and cells in ``lang``.
+
+    Args:
+        headers: Column titles.
+        rows: One sequence of cells per row.
+        align: One of ``l``, ``c``, ``r`` per column (default: the first column
+            left, the others right, as numbers read best).
+        lang: The language (see :func:`language`).
+
+    Raises:
+        ValueError: If a row or ``align`` has the wrong number of columns.
+    """
+    lang, n = language(lang), len(headers)
+    align = "l" + "r" * (n - 1) if align is None else align
+    if len(align) != n or set(align) - set("lcr"):
+        raise ValueError(
+            f"align must have one of 'l', 'c', 'r' per column ({n} columns), got {align!r}")
+    for i, row in enumerate(rows):
+        if len(row) != n:
+            raise ValueError(f"row {i} has {len(row)} cells, expected {n} (one per header)")
+    rule = {"l": ":--", "c": ":-:", "r": "--:"}
+    lines = ["| " + " | ".join(_cell(h, lang) for h in headers) + " |",
+             "| " + " | ".join(rule[a] for a in align) + " |"]
+    lines += ["| " + " | ".join(_cell(c, lang) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
+          align: str | None = None) -> Localized:
+    """:func:`markdown_table`, made in the reader's language when shown."""
+    markdown_table(headers, rows, align, DEFAULT_LANGUAGE)  # bad input fails here
+    return Localized(lambda lang: markdown_table(headers, rows, align, lang))
+
+
+# --------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------
+# Tried in order for Chinese text (the build installs Debian's fonts-noto-cjk).
+CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "PingFang SC",
+             "Microsoft YaHei", "WenQuanYi Zen Hei", "SimHei")
+
+
+def _style(lang: str) -> dict[str, Any]:
+    style: dict[str, Any] = {"svg.hashsalt": "llmlab", "svg.fonttype": "path"}
+    if lang == "zh":
+        from matplotlib import font_manager
+
+        installed = {f.name for f in font_manager.fontManager.ttflist}
+        found = [name for name in CJK_FONTS if name in installed]
+        if not found:
+            raise RuntimeError(
+                "no CJK font for Chinese figure labels: install one of "
+                f"{', '.join(CJK_FONTS)} (Debian: apt-get install fonts-noto-cjk)")
+        # a list of families: glyphs the CJK font lacks (ᵀ, √) come from DejaVu Sans
+        style["font.family"] = [found[0], "DejaVu Sans"]
+    return style
+
+
+def svg_from_figure(fig: Any) -> str:
+    """Render a Matplotlib figure to SVG text, reproducibly, and close it."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def img_tag(svg: str, alt: Any, width: str | None = None) -> str:
+    """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request)."""
+    if not isinstance(svg, str):
+        raise TypeError(f"svg must be SVG text (str), got {type(svg).__name__}")
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    style = f' style="width:{html.escape(width)}"' if width else ""
+    return (f'<img class="llmlab-figure" alt="{html.escape(text(alt))}"{style} '
+            f'src="data:image/svg+xml;base64,{data}">')
+
+
+def _draw(lang: str, width: float, height: float, draw: Callable[[Any, Any], None]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(_style(lang)):
+        fig, ax = plt.subplots(figsize=(width, height), dpi=100)
+        fig.patch.set_facecolor("white")
+        draw(fig, ax)
+        return svg_from_figure(fig)
+
+
+def _titles(ax: Any, lang: str, title: Any, xlabel: Any, ylabel: Any) -> None:
+    for setter, value in ((ax.set_title, title), (ax.set_xlabel, xlabel),
+                          (ax.set_ylabel, ylabel)):
+        if value is not None:
+            setter(text(value, lang))
+
+
+def heatmap_svg(matrix: Any, row_labels: Sequence[Any] | None = None,
+                col_labels: Sequence[Any] | None = None, *, title: Any = None,
+                xlabel: Any = None, ylabel: Any = None, annotate: bool = True,
+                cmap: str = "Blues", vmin: float | None = None, vmax: float | None = None,
+                lang: str | None = None) -> str:
+    """A heatmap of a 2-D array (e.g. attention weights) as SVG text, labels in ``lang``."""
+    import numpy as np
+
+    lang = language(lang)
+    data = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix)
+    if data.ndim != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {tuple(data.shape)}")
+    rows, cols = data.shape
+
+    def draw(fig: Any, ax: Any) -> None:
+        image = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        ax.set_xticks(range(cols), labels=[text(c, lang) for c in col_labels or range(cols)])
+        ax.set_yticks(range(rows), labels=[text(r, lang) for r in row_labels or range(rows)])
+        if col_labels:
+            ax.tick_params(axis="x", labelrotation=45)
+        if annotate and rows * cols <= 144:
+            top = float(np.nanmax(data)) if data.size else 0.0
+            for i in range(rows):
+                for j in range(cols):
+                    colour = "white" if top and data[i, j] > 0.6 * top else "black"
+                    ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center",
+                            fontsize=7, color=colour)
+        _titles(ax, lang, title, xlabel, ylabel)
+
+    return _draw(lang, 1.0 + 0.55 * cols, 0.8 + 0.45 * rows, draw)
+
+
+def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]], *,
+                  title: Any = None, xlabel: Any = None, ylabel: Any = None,
+                  logy: bool = False, hlines: Mapping[Any, float] | None = None,
+                  width: float = 6.0, height: float = 3.6, lang: str | None = None) -> str:
+    """Lines ``{name: (x, y)}`` on one axis as SVG text, labels in ``lang``."""
+    lang = language(lang)
+
+    def draw(fig: Any, ax: Any) -> None:
+        for name, (xs, ys) in series.items():
+            ax.plot(list(xs), list(ys), label=text(name, lang), linewidth=1.5)
+        for name, y in (hlines or {}).items():
+            ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=text(name, lang))
+        if logy:
+            ax.set_yscale("log")
+        _titles(ax, lang, title, xlabel, ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(frameon=False)
+
+    return _draw(lang, width, height, draw)
+
+
+def figure(make_svg: Callable[[str], str], alt: Label) -> Localized:
+    """A figure made in the reader's language: ``make_svg(lang) -> SVG``, ``alt`` says what it shows."""
+    if not isinstance(alt, Label):
+        raise TypeError(f"alt must be a Label (both languages), got {type(alt).__name__}")
+    return Localized(make_svg, alt)
+
+
+def heatmap(matrix: Any, *args: Any, alt: Label, **kwargs: Any) -> Localized:
+    """:func:`heatmap_svg` as a :func:`figure`."""
+    import numpy as np
+
+    if np.ndim(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix) != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {np.shape(matrix)}")
+    return figure(lambda lang: heatmap_svg(matrix, *args, **kwargs, lang=lang), alt)
+
+
+def line_plot(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]], *,
+              alt: Label, **kwargs: Any) -> Localized:
+    """:func:`line_plot_svg` as a :func:`figure`."""
+    return figure(lambda lang: line_plot_svg(series, **kwargs, lang=lang), alt)

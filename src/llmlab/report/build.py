@@ -1,0 +1,41 @@
+"""What the build computed for a page: a table for the page's "Computation" note.
+
+Taught on: every lecture ("Computation on this page").
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import platform
+
+from llmlab.cache import cache_dir
+from llmlab.report import Localized, fmt_float, label, table
+
+__all__ = ["computation_table"]
+
+
+def computation_table(page: str) -> Localized:
+    """The experiments ``docs/experiments.toml`` lists for ``page`` and what they cost.
+
+    One row per call: the seconds computing it took (its parts included), as
+    stored with the results in the cache, on the machine that computed them.
+    Without a filled cache (a block copied elsewhere) the table says so.
+    """
+    folder = cache_dir()
+    report = folder / "precompute.json" if folder else None
+    if report is None or not report.is_file():
+        return table([label("实验", "experiment")],
+                     [[label("没有找到结果缓存：先运行 python -m llmlab.precompute",
+                             "no result cache found: run python -m llmlab.precompute")]])
+    rows = []
+    for entry in json.loads(report.read_text(encoding="utf-8"))["pages"].get(page, []):
+        seconds = 0.0
+        for key in entry["keys"]:
+            with (folder / f"{key}.pkl").open("rb") as fh:
+                seconds += pickle.load(fh)[1]
+        rows.append([f"`{entry['call']}`", fmt_float(seconds, 2)])
+    headers = [label("实验", "experiment"),
+               label(f"计算用时（秒，{platform.machine()}，单线程）",
+                     f"compute time (s, {platform.machine()}, one thread)")]
+    return table(headers, rows)

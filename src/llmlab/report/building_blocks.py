@@ -1,0 +1,186 @@
+"""Tables and figures of :mod:`llmlab.experiments.building_blocks`, in the reader's language.
+
+Taught on: "The building blocks of a modern (Llama-style) Transformer".
+"""
+
+from __future__ import annotations
+
+import math
+
+from llmlab.experiments.building_blocks import (
+    ActivationResult,
+    AttentionCheckResult,
+    FFNParityResult,
+    FlopsRuntimeResult,
+    InitStatisticsResult,
+    LowPrecisionNormResult,
+    NormComparisonResult,
+    ParameterCheckResult,
+    RopeCheckResult,
+)
+from llmlab.report import (
+    Localized,
+    fmt_float,
+    fmt_int,
+    fmt_pct,
+    fmt_shape,
+    heatmap,
+    label,
+    line_plot,
+    table,
+    yes_no,
+)
+
+__all__ = [
+    "activation_figure",
+    "activation_table",
+    "attention_check_table",
+    "ffn_parity_table",
+    "flops_table",
+    "init_statistics_table",
+    "low_precision_table",
+    "norm_comparison_table",
+    "parameter_check_table",
+    "rope_frequency_figure",
+    "rope_scores_figure",
+]
+
+
+def init_statistics_table(r: InitStatisticsResult) -> Localized:
+    rows = [(n, fmt_shape(s), fmt_float(t, 4), fmt_float(p, 4), fmt_float(m, 4),
+             fmt_float(a, 4), fmt_float(c, 4))
+            for n, s, t, p, m, a, c in zip(r.names, r.shapes, r.target_std, r.predicted_std,
+                                          r.measured_std, r.max_abs, r.cut)]
+    headers = [label("层", "layer"), label("权重", "weight"), label("目标 σ", "σ target"),
+               label("截断后的 σ（理论）", "σ truncated (theory)"),
+               label("实测 σ", "σ measured"), "max abs(w)", label("3σ 截断点", "3σ cut")]
+    return table(headers, rows)
+
+
+TENSOR_NAMES = {"x": label("输入 x", "input x")}
+
+
+def norm_comparison_table(r: NormComparisonResult) -> Localized:
+    rows = [(TENSOR_NAMES.get(lab, lab), fmt_float(m), fmt_float(s), fmt_float(q),
+             "" if p is None else fmt_int(p))
+            for lab, m, s, q, p in zip(r.labels, r.mean, r.std, r.rms, r.parameters)]
+    headers = [label("张量", "tensor"), label("行均值", "row mean"),
+               label("行标准差", "row std"), label("行 RMS", "row RMS"),
+               label("参数量", "parameters")]
+    return table(headers, rows)
+
+
+METHODS = {"input_dtype": label("输入的 dtype", "input dtype"), "float32": "float32"}
+
+
+def low_precision_table(r: LowPrecisionNormResult) -> Localized:
+    rows = [(d, METHODS[m], fmt_int(i), fmt_int(n), fmt_int(z), fmt_int(r.n_total),
+             "—" if math.isnan(e) else fmt_float(e, 4))
+            for d, m, i, n, z, e in zip(r.dtypes, r.methods, r.n_inf, r.n_nan, r.n_zero,
+                                        r.max_abs_error)]
+    headers = [label("输入 dtype", "input dtype"), label("计算用的精度", "computed in"),
+               "inf", "nan", label("零", "zeros"), label("输出个数", "outputs"),
+               label("最大绝对误差", "max abs error")]
+    return table(headers, rows)
+
+
+IMPLS = {"torch": label("PyTorch（融合算子）", "PyTorch (fused)"),
+         "llmlab": label("llmlab（教学代码）", "llmlab (teaching code)")}
+
+
+def flops_table(r: FlopsRuntimeResult, impl: str = "torch") -> Localized:
+    """Every timed row; shares (and which resource bounds it) over :meth:`r.layer(impl)`."""
+    shares = r.shares(impl)
+    layer = set(r.layer(impl))
+    rows = []
+    for i, (op, m) in enumerate(zip(r.ops, r.impls)):
+        fs, ts = shares[op] if i in layer else (None, None)
+        rows.append((op, IMPLS[m], " @ ".join(fmt_shape(s) for s in r.shapes[i]),
+                     f"{r.flops[i]:.2e}", "" if fs is None else fmt_pct(fs, 2),
+                     "" if ts is None else fmt_pct(ts, 1),
+                     "" if fs is None else fmt_float(ts / fs, 1),
+                     fmt_float(r.intensity[i], 2),
+                     label("内存", "memory") if r.memory_bound(i) else label("计算", "compute"),
+                     fmt_float(1e3 * r.seconds[i], 3)))
+    headers = [label("运算", "op"), label("实现", "implementation"), label("张量", "tensors"),
+               "FLOPs", label("FLOP 占比", "FLOP share"), label("时间占比", "time share"),
+               label("时间占比 ÷ FLOP 占比", "time ÷ FLOP share"), "FLOP/byte",
+               label("受限于", "bound by"), "ms"]
+    return table(headers, rows)
+
+
+def activation_table(r: ActivationResult) -> Localized:
+    rows = [(fmt_float(p, 2), *(fmt_float(v[i], 3) for v in r.values.values()))
+            for i, p in enumerate(r.points)]
+    return table(["x", *r.values], rows)
+
+
+def activation_figure(r: ActivationResult) -> Localized:
+    series = {name: (r.grid, ys) for name, ys in r.curves.items()}
+    names = "、".join(r.curves)
+    return line_plot(
+        series, xlabel="x", ylabel=label("激活值", "activation(x)"), height=3.2,
+        alt=label(f"{names} 三条激活函数曲线，x 从 {r.grid[0]:g} 到 {r.grid[-1]:g}",
+                  f"The activation functions {', '.join(r.curves)} for x from "
+                  f"{r.grid[0]:g} to {r.grid[-1]:g}"),
+    )
+
+
+def ffn_parity_table(r: FFNParityResult) -> Localized:
+    rows = [(d, fmt_int(rf), fmt_int(rp), fmt_int(sf), fmt_float(sf / d, 3), fmt_int(sp),
+             f"{sp / rp - 1:+.2%}")
+            for d, rf, rp, sf, sp in zip(r.d_models, r.relu_d_ff, r.relu_params,
+                                         r.swiglu_d_ff, r.swiglu_params)]
+    headers = ["d_model", "ReLU d_ff", label("ReLU FFN 参数量", "ReLU FFN params"),
+               "SwiGLU d_ff", "d_ff / d_model", label("SwiGLU 参数量", "SwiGLU params"),
+               label("差别", "difference")]
+    return table(headers, rows)
+
+
+def rope_scores_figure(r: RopeCheckResult) -> Localized:
+    n = len(r.scores)
+    return heatmap(
+        r.scores, [str(i) for i in range(n)], [str(i) for i in range(n)],
+        xlabel=label("键的位置 n", "key position n"), ylabel=label("查询的位置 m", "query position m"),
+        annotate=False, cmap="RdBu_r", title=label("RoPE 之后的 q·k", "q·k after RoPE"),
+        alt=label(f"热力图：同一对 q、k 放在 {n} 个位置上，RoPE 之后的点积",
+                  f"Heatmap of q·k after RoPE for one pair q, k placed at each of {n} "
+                  "positions"),
+    )
+
+
+def rope_frequency_figure(r: RopeCheckResult) -> Localized:
+    k = list(range(len(r.frequencies)))
+    wavelength = [2 * math.pi / f for f in r.frequencies]
+    series = {label("θ_k（每个位置转过的弧度）", "θ_k (radians per position)"): (k, r.frequencies),
+              label("波长 2π/θ_k（位置数）", "wavelength 2π/θ_k (positions)"): (k, wavelength)}
+    return line_plot(
+        series, logy=True, height=3.2,
+        xlabel=label(f"第 k 对（d_k = {r.d_k}，Θ = {r.theta:g}）",
+                     f"pair index k (d_k = {r.d_k}, Θ = {r.theta:g})"),
+        alt=label(f"对数坐标：d_k = {r.d_k} 时每一对的频率 θ_k 和波长",
+                  f"Log-scale plot of each pair's frequency θ_k and wavelength for "
+                  f"d_k = {r.d_k}"),
+    )
+
+
+COMPARISONS = {
+    "no_rope": label("无 RoPE vs SDPA(is_causal=True)", "no RoPE vs SDPA(is_causal=True)"),
+    "rope": label("RoPE vs 复数 RoPE + SDPA(is_causal=True)",
+                  "RoPE vs complex RoPE + SDPA(is_causal=True)"),
+}
+
+
+def attention_check_table(r: AttentionCheckResult) -> Localized:
+    rows = [(COMPARISONS[k], f"{d:.1e}") for k, d in zip(r.labels, r.max_abs_diff)]
+    return table([label("对照", "comparison"), label("最大绝对差", "max abs difference")], rows)
+
+
+def parameter_check_table(r: ParameterCheckResult) -> Localized:
+    rows = [(n, c.d_model, c.num_layers, c.num_heads, c.d_ff, fmt_int(c.vocab_size),
+             fmt_int(f), fmt_int(k), yes_no(f == k))
+            for n, c, f, k in zip(r.names, r.configs, r.formula, r.code)]
+    headers = [label("配置", "config"), "d_model", label("层数", "layers"),
+               label("头数", "heads"), "d_ff", label("词表", "vocab"), label("公式", "formula"),
+               label("代码数出的", "counted in code"), label("相等", "equal")]
+    return table(headers, rows)
