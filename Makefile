@@ -24,14 +24,19 @@ $(STAMP): pyproject.toml requirements/lock.txt requirements/torch.txt
 
 setup: $(STAMP)
 
+# The experiments and notebooks first (python -m llmlab.precompute; the build would
+# run it too when they are stale), then the site.
 serve: setup
+	$(BIN)/python -m llmlab.precompute
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 build: setup
+	$(BIN)/python -m llmlab.precompute
 	$(BIN)/mkdocs build --strict
 
 # While writing: build the Chinese pages only (see README).
 build-zh: setup
+	$(BIN)/python -m llmlab.precompute
 	LLMLAB_BUILD_EN=false $(BIN)/mkdocs build
 
 browser-deps:

@@ -190,8 +190,18 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
     STATE["blocks"].append({"page": STATE["page"], "language": os.environ["LLMLAB_LANG"],
                             "id": id or None, "key": key[:16], "source": source,
                             "seconds": time.perf_counter() - start,
-                            "output": _sha(entry["output"])[:16]})
+                            "output": _sha(entry["output"])[:16],
+                            "numbers": _sha(_numbers(entry["output"]))[:16]})
     return entry["output"]
+
+
+_NUMBER = re.compile(r"[-−+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?")
+_DATA_URI = re.compile(r'src="data:[^"]*"')
+
+
+def _numbers(output: str) -> list[str]:
+    """The numbers a block printed, in order: what both languages must agree on."""
+    return _NUMBER.findall(_DATA_URI.sub("", output))
 
 
 def _format_block(source: str, language: str, css_class: str, options: dict[str, Any],
@@ -295,7 +305,11 @@ def on_post_build(config: Any) -> None:
         for name in ("sitemap.xml", "sitemap.xml.gz"):
             if (site / name).is_file() and (site / language).is_dir():
                 shutil.copyfile(site / name, site / language / name)
+    from llmlab.cache import RUN_LOG
+
     report = {"seconds": time.perf_counter() - STATE["started"], "blocks": STATE["blocks"],
+              "experiments": [{"name": r.name, "key": r.key[:16], "source": r.source}
+                              for r in RUN_LOG],
               "precompute": STATE["precompute"]}
     (site / "build-report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False),
                                             encoding="utf-8")

@@ -109,36 +109,36 @@ def site_server(built_site: BuiltSite):
 # tests that must watch a build fail (or a server re-render) quickly.
 # ---------------------------------------------------------------------------
 def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str] | None = None,
-                    watch: list[str] | None = None) -> Path:
-    """Write ``pages`` (paths under docs/, e.g. ``zh/index.md``) and a config.
+                    watch: list[str] | None = None, manifest: str = "") -> Path:
+    """Write ``pages`` (paths under docs/, e.g. ``zh/index.md``), notebooks and a config.
 
     The config is the project's mkdocs.yml with its docs_dir, nav and hooks
     pointed at this folder, so every plugin and hook is the real one.
+    ``manifest`` is the site's ``docs/experiments.toml``; each notebook gets its
+    stub page in both languages, as the real site's do.
     """
     docs = root / "docs"
     for rel, text in pages.items():
         path = docs / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    (docs / "experiments.toml").write_text(manifest, encoding="utf-8")
+    (root / "examples").mkdir(exist_ok=True)
     nav = ["  - index.md"]
-    if notebooks:
-        examples = root / "examples"
-        examples.mkdir(exist_ok=True)
-        for name, text in notebooks.items():
-            (examples / name).write_text(text, encoding="utf-8")
-            nav.append(f"  - examples/{name}")
+    for name, text in (notebooks or {}).items():
+        (root / "examples" / name).write_text(text, encoding="utf-8")
+        stem = Path(name).stem
+        nav.append(f"  - examples/{stem}.md")
         for lang in ("zh", "en"):
-            link = docs / lang / "examples"
-            if not link.exists():
-                link.symlink_to(examples, target_is_directory=True)
+            stub = docs / lang / "examples" / f"{stem}.md"
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.write_text(f'--8<-- "{lang}/examples/{stem}.md"\n', encoding="utf-8")
     (docs / "assets").symlink_to(ROOT / "docs" / "assets", target_is_directory=True)
     text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     text = text.replace("docs_dir: docs", f"docs_dir: {docs}")
-    text = text.replace("custom_dir: overrides", f"custom_dir: {ROOT / 'overrides'}")
     text = text.replace("  - hooks/llmlab_build.py", f"  - {ROOT / 'hooks' / 'llmlab_build.py'}")
     text = re.sub(r"\nwatch:\n(  - .*\n)+", "\nwatch:\n" + "".join(
         f"  - {w}\n" for w in (watch or [str(docs)])), text)
-    text = text.replace("base_path: [docs/snippets]", f"base_path: [{ROOT / 'docs' / 'snippets'}]")
     text = re.sub(r"\nnav:\n(?:  .*\n?)*$", "\nnav:\n" + "\n".join(nav) + "\n", text)
     config = root / "mkdocs.yml"
     config.write_text(text, encoding="utf-8")

@@ -194,11 +194,9 @@ def _all_pages() -> list[str]:
     """Site-relative URLs of every zh page (md pages and notebooks)."""
     docs = ROOT / "docs" / "zh"
     pages = []
-    for path in sorted(docs.rglob("*.md")):
+    for path in sorted(docs.rglob("*.md")):  # notebooks' stub pages included
         rel = path.relative_to(docs).with_suffix("").as_posix()
         pages.append("" if rel == "index" else rel + "/")
-    for path in sorted((ROOT / "examples").glob("*.py")):
-        pages.append(f"examples/{path.stem}/")
     return pages
 
 

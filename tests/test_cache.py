@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -64,8 +66,36 @@ def test_arguments_and_defaults_are_part_of_the_key() -> None:
 
 def test_torch_version_is_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     before = cache.cache_key(experiment, 3)
-    monkeypatch.setattr(torch, "__version__", "0.0.0-other")
+    monkeypatch.setattr(cache, "_torch_version", lambda: "0.0.0-other")
     assert cache.cache_key(experiment, 3) != before
+
+
+@cache.cached(machine_dependent=True)
+def timing(n: int = 1) -> float:
+    return float(n)
+
+
+def test_a_machine_dependent_key_names_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timing measured on one machine is never shown as another machine's."""
+    plain, timed = cache.cache_key(experiment, 3), cache.cache_key(timing, 1)
+    monkeypatch.setattr(cache, "machine_fingerprint", lambda: ["another", "machine"])
+    assert cache.cache_key(experiment, 3) == plain
+    assert cache.cache_key(timing, 1) != timed
+
+
+def test_a_miss_is_an_error_when_the_build_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages read what precompute stored; an unlisted call fails loudly, naming itself."""
+    monkeypatch.setenv("LLMLAB_CACHE_MISS", "error")
+    CALLS.clear()
+    with pytest.raises(cache.NotPrecomputedError, match=r"experiment\(n=7, scale=1.0"):
+        experiment(7)
+    assert CALLS == []
+    monkeypatch.delenv("LLMLAB_CACHE_MISS")
+    experiment(7)  # computed and stored: now a hit even in the strict mode
+    monkeypatch.setenv("LLMLAB_CACHE_MISS", "error")
+    cache.clear_memory()
+    assert experiment(7).values == experiment.uncached(7).values
+    assert cache.RUN_LOG[-1].source == "disk" and CALLS == [7, 7]
 
 
 def test_unhashable_arguments_are_refused() -> None:
@@ -156,65 +186,68 @@ def test_snippet_hash_covers_exactly_what_the_code_imports() -> None:
     assert cache.snippet_hash("print(") == cache.source_hash()
     files = {p.relative_to(Path(llmlab.__file__).parent).as_posix()
              for p in cache.dependency_files("llmlab.experiments.multihead")}
-    assert {"experiments/multihead.py", "models/gpt2.py", "cache.py"} <= files
+    assert {"experiments/multihead.py", "models/gpt2.py"} <= files
     assert "norm.py" not in files and "position.py" not in files
+    # the cache's own code and the renderers are not part of what it caches
+    assert "cache.py" not in files and not any(f.startswith("report") for f in files)
 
 
-def test_a_worker_skips_a_result_another_process_is_computing(tmp_path: Path) -> None:
-    """A build worker does not wait for (or repeat) what the page is computing."""
+def test_compute_skips_a_result_another_process_is_computing(tmp_path: Path) -> None:
+    """A precompute worker neither waits for nor repeats what another process computes."""
     fcntl = pytest.importorskip("fcntl")  # the lock is POSIX-only (see cache._key_lock)
     key = cache.cache_key(experiment, n=5)
     lock = tmp_path / "cache" / f"{key}.lock"
     lock.parent.mkdir(parents=True)
     CALLS.clear()
-    with lock.open("a+b") as held:  # what the page's process holds while it computes
+    with lock.open("a+b") as held:  # what the other process holds while it computes
         fcntl.flock(held, fcntl.LOCK_EX)
-        assert cache.compute_in_worker(__name__, "experiment", {"n": 5}) is None
+        assert cache.compute(experiment, n=5) is None
     assert CALLS == []
-    seconds = cache.compute_in_worker(__name__, "experiment", {"n": 5})
+    seconds = cache.compute(experiment, n=5)
     assert seconds is not None and seconds >= 0
     assert CALLS == [5]
     assert (tmp_path / "cache" / f"{key}.pkl").is_file()
-    # stored already (by the page, say): nothing to do
-    assert cache.compute_in_worker(__name__, "experiment", {"n": 5}) is None
+    assert cache.compute(experiment, n=5) is None  # stored already: nothing to do
     assert CALLS == [5]
-    # and the page reads what the worker stored
-    assert experiment(n=5).values == experiment.uncached(n=5).values
+    assert experiment(n=5).values == experiment.uncached(n=5).values  # a reader gets it
     assert cache.RUN_LOG[-1].source == "disk"
 
 
-@cache.cached(cost=1.0)
-def costly(n: int = 2) -> list[int]:
-    CALLS.append(n)
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return list(range(n))
+def test_two_processes_compute_a_result_once(tmp_path: Path) -> None:
+    """The per-key lock: a caller that arrives while another computes waits, then reads.
 
-
-def test_a_runner_computes_the_costly_experiments_and_this_process_stores_them(
-        tmp_path: Path) -> None:
-    """set_runner: what the site build uses to compute the page's training elsewhere."""
-    asked = []
-
-    def runner(module: str, name: str, args: tuple, kwargs: dict):
-        asked.append((module, name, args, kwargs))
-        return cache.call_uncached(module, name, args, kwargs)  # here, for the test
-
-    CALLS.clear()
-    cache.set_runner(runner)
-    try:
-        assert costly(3) == [0, 1, 2]
-        assert asked == [(__name__, "costly", (3,), {})]
-        assert cache.RUN_LOG[-1].source == "computed"
-        experiment(n=2)  # no cost hint: computed in this process
-        assert len(asked) == 1 and CALLS == [3, 2]
-        cache.clear_memory()
-        assert costly(n=3) == [0, 1, 2]  # stored by this process: no second run
-        assert len(asked) == 1 and cache.RUN_LOG[-1].source == "disk"
-        with pytest.raises(ValueError, match="n must be >= 0"):
-            costly(-1)  # the runner's error reaches the caller, and nothing is stored
-        assert not (tmp_path / "cache" / f"{cache.cache_key(costly, -1)}.pkl").exists()
-    finally:
-        cache.set_runner(None)
-    costly.uncached(4)
-    assert CALLS == [3, 2, -1, 4]
+    The second process is started only once the first is inside the computation
+    (it writes a file there and then waits), so without the lock both would
+    compute: the body would run twice and the second would report "computed".
+    """
+    (tmp_path / "slow_demo.py").write_text(textwrap.dedent("""
+        import os, time
+        from pathlib import Path
+        from llmlab.cache import cached
+        HERE = Path(__file__).parent
+        @cached
+        def slow(n: int = 1):
+            with open(HERE / "runs.txt", "a") as fh:
+                fh.write(f"{os.getpid()}\\n")
+            (HERE / "inside").touch()
+            while not (HERE / "second-started").exists():
+                time.sleep(0.05)
+            time.sleep(1.0)  # the second process is now asking for the same key
+            return n
+    """), encoding="utf-8")
+    script = ("import sys, slow_demo, llmlab.cache as c; slow_demo.slow(); "
+              "print(c.RUN_LOG[-1].source)")
+    env = {"PYTHONPATH": str(tmp_path), "LLMLAB_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": "/usr/bin:/bin"}
+    first = subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                             stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "inside").exists():
+        assert time.monotonic() < deadline and first.poll() is None, "first never computed"
+        time.sleep(0.05)
+    second = subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                              stdout=subprocess.PIPE)
+    (tmp_path / "second-started").touch()
+    outputs = [p.communicate(timeout=120)[0].strip() for p in (first, second)]
+    assert outputs == ["computed", "disk"]
+    assert len((tmp_path / "runs.txt").read_text().split()) == 1  # the body ran once

@@ -27,8 +27,6 @@ def test_summary_recall_structure_and_claims():
     assert r.attention_accuracy == [1.0, 1.0, 1.0]
     assert r.summary_accuracy[0] == 1.0  # one token: the state is the token
     assert r.summary_accuracy[-1] < r.summary_accuracy[0]
-    assert r.to_markdown().count("\n") == 2 + 3
-    assert r.to_svg().lstrip().startswith("<?xml")
     pickle.dumps(r)
     with pytest.raises(ValueError, match="vocab_size"):
         run_summary_recall.uncached(vocab_size=1)
@@ -47,7 +45,6 @@ def test_scaling_table_claims():
     assert r.max_weight_raw[0] < r.max_weight_raw[1] < r.max_weight_raw[2]
     assert r.jacobian_raw[0] > r.jacobian_raw[1] > r.jacobian_raw[2]
     assert r.max_weight_raw[-1] > r.max_weight_scaled[-1]
-    assert "d_k" in r.to_markdown()
     with pytest.raises(ValueError, match="num_keys"):
         run_scaling_table.uncached(num_keys=1)
 
@@ -57,7 +54,6 @@ def test_dropout_demo():
     assert torch.equal(r.eval_output, r.weights)
     assert 0 < r.zeroed_fraction < 1
     assert torch.allclose(r.survivor_ratios, torch.full_like(r.survivor_ratios, 2.0))
-    assert r.to_svg().lstrip().startswith("<?xml")
     with pytest.raises(ValueError, match="p must be"):
         run_dropout_demo.uncached(p=1.0)
 
@@ -70,11 +66,11 @@ def test_sdpa_forward_matches_module():
 
 
 def test_timing_table_structure():
-    r = time_attention_variants(batch=1, num_tokens=8, d_model=8, num_heads=2,
-                                min_run_time=0.01)
+    r = time_attention_variants.uncached(batch=1, num_tokens=8, d_model=8, num_heads=2,
+                                         min_run_time=0.01)
     assert len(r.names) == len(r.seconds) == 3
     assert all(s > 0 for s in r.seconds)
     assert r.max_abs_diff < 1e-5
-    assert r.to_markdown().count("\n") == 2 + 3
     with pytest.raises(ValueError, match="divisible"):
-        time_attention_variants(d_model=10, num_heads=3)
+        time_attention_variants.uncached(d_model=10, num_heads=3)
+    assert time_attention_variants.machine_dependent  # cached per machine

@@ -8,7 +8,6 @@ def test_init_statistics():
     assert r.names == ["Linear(64, 32)", "Embedding(100, 8)"]
     assert all(a <= c for a, c in zip(r.max_abs, r.cut))
     assert all(p < t for p, t in zip(r.predicted_std, r.target_std))
-    assert "σ measured" in r.to_markdown()
 
 
 def test_norm_comparison():
@@ -16,33 +15,39 @@ def test_norm_comparison():
     assert r.max_diff_layernorm < 1e-4 and r.max_diff_rmsnorm < 1e-4
     assert abs(r.mean[1]) < 1e-4 and abs(r.rms[2] - 1) < 1e-3
     assert r.parameters[1:] == [64, 32]
-    assert r.to_markdown().count("\n") == 5
 
 
 def test_low_precision_norm():
     r = bb.run_low_precision_norm(d_model=64, n_rows=2)
-    naive16, up16 = r.row("float16", "input dtype"), r.row("float16", "float32")
+    naive16, up16 = r.row("float16", "input_dtype"), r.row("float16", "float32")
     assert r.n_zero[naive16] == r.n_total
     assert r.n_inf[up16] == r.n_nan[up16] == r.n_zero[up16] == 0
-    bf = r.row("bfloat16", "input dtype")
+    bf = r.row("bfloat16", "input_dtype")
     assert r.n_inf[bf] == r.n_nan[bf] == 0
-    assert "bfloat16" in r.to_markdown()
 
 
 def test_flops_vs_runtime_small():
-    r = bb.run_flops_vs_runtime(n_tokens=16, d_model=64, d_head=16, min_run_time=0.01)
-    assert r.ops[0].startswith("matmul") and len(r.ops) == 5
-    assert math.isclose(sum(r.flop_share), 1) and math.isclose(sum(r.time_share), 1)
+    r = bb.run_flops_vs_runtime.uncached(n_tokens=16, d_model=64, d_head=16,
+                                         min_run_time=0.01)
+    assert r.ops[0] == "matmul" and set(r.ops) == {"matmul", "RMSNorm", "LayerNorm",
+                                                   "softmax", "GELU"}
+    assert set(r.impls) == {"torch", "llmlab"}
+    for impl in ("torch", "llmlab"):
+        layer = r.layer(impl)
+        assert len(layer) == 5 and {r.ops[i] for i in layer} == set(r.ops)
+        shares = r.shares(impl)
+        assert math.isclose(sum(f for f, _ in shares.values()), 1)
+        assert math.isclose(sum(t for _, t in shares.values()), 1)
+    assert r.impls[r.index("RMSNorm", "llmlab")] == "llmlab"
     assert r.intensity[0] > max(r.intensity[1:])
     assert all(s > 0 for s in r.seconds) and r.ridge > 0
-    assert "bound by" in r.to_markdown()
+    assert bb.run_flops_vs_runtime.machine_dependent
 
 
 def test_activation_values():
     r = bb.run_activation_values(points=(-1.0, 0.0, 2.0), n_grid=11)
     assert r.values["ReLU"] == [0.0, 0.0, 2.0]
     assert r.values["SiLU"][0] < 0 and r.values["GELU"][0] < 0
-    assert r.to_svg().lstrip().startswith("<?xml")
 
 
 def test_ffn_parity():
@@ -55,8 +60,7 @@ def test_rope_check():
     r = bb.run_rope_check(d_k=16, seq_len=6)
     assert r.max_diagonal_spread < 1e-4 * r.score_range
     assert r.max_diff_complex < 1e-5
-    assert len(r.frequencies) == 8 and "<svg" in r.to_svg()
-    assert "<svg" in r.frequency_svg()
+    assert len(r.frequencies) == 8
 
 
 def test_attention_check():
@@ -67,4 +71,3 @@ def test_attention_check():
 def test_parameter_check():
     r = bb.run_parameter_check(names=("LLAMA_TOY",))
     assert r.formula == r.code
-    assert "LLAMA_TOY" in r.to_markdown()

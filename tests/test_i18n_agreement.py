@@ -11,11 +11,10 @@ From the built site (``built_site``):
 
 * the same number of headings per level, tables, figures, admonitions/details and
   tab sets in each page's article;
-* the same figures (the ``img.llmlab-figure`` data: one figure serves both
-  languages) and the same tables printed by executed blocks, cell for cell;
-* every page's executed blocks appear in the build report for both languages
-  (``test_site.test_executed_blocks_identical_in_both_languages`` compares their
-  outputs' hashes; this file names the block when one differs).
+* the same numbers, to the last digit, in every computed table and in what every
+  executed block printed; the same data in every figure (``data-digest``), with
+  an alt text in the page's language; no Chinese in an English page's tables and
+  no plain-English header on a Chinese page.
 
 Each failure names the page and the block or element.
 """
@@ -23,6 +22,7 @@ Each failure names the page and the block or element.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -31,6 +31,9 @@ from bs4 import BeautifulSoup
 from pages import fenced_blocks, page_paths, read_page, structure
 
 PAGES = page_paths("zh")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# a header made of plain English words only (identifiers have _ . ( or digits; these don't)
+_ENGLISH_WORDS = re.compile(r"(?:(?!d_|n_)[a-z]{3,}[ ,]*){1,}(?: [a-z]+)*", re.I)
 
 
 def _html_path(rel: str) -> str:
@@ -106,44 +109,60 @@ def test_same_structure_in_the_built_pages(built_site, rel: str) -> None:
 
 
 def _figures(article: BeautifulSoup) -> list[tuple[str, str]]:
-    return [(img.get("alt", ""), img.get("src", "")) for img in article.select("img.llmlab-figure")]
+    return [(img.get("data-digest", ""), img.get("alt", ""))
+            for img in article.select("img.llmlab-figure")]
 
 
-def _block_tables(article: BeautifulSoup) -> list[list[list[str]]]:
-    """Every table of the article, as rows of cell texts."""
+_NUMBER = re.compile(r"[-−+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?")
+
+
+def _tables(article: BeautifulSoup) -> list[list[list[list[str]]]]:
+    """Every table of the article: rows of cells, each cell the numbers it shows."""
     tables = []
     for table in article.find_all("table"):
-        rows = [[c.get_text(" ", strip=True) for c in r.find_all(["td", "th"])]
-                for r in table.find_all("tr")]
-        tables.append(rows)
+        tables.append([[_NUMBER.findall(c.get_text(" ", strip=True))
+                        for c in r.find_all(["td", "th"])] for r in table.find_all("tr")])
     return tables
 
 
 @pytest.mark.site
 @pytest.mark.parametrize("rel", PAGES)
 def test_same_computed_outputs_in_the_built_pages(built_site, rel: str) -> None:
+    """Both languages show the same numbers to the last digit, and the same figures
+    (the same data plotted), each with an alt text in its own language."""
     zh_article, en_article = _article(built_site, "zh", rel), _article(built_site, "en", rel)
     zh_figs, en_figs = _figures(zh_article), _figures(en_article)
     assert len(zh_figs) == len(en_figs), f"{rel}: {len(zh_figs)} vs {len(en_figs)} figures"
-    for i, (a, b) in enumerate(zip(zh_figs, en_figs), start=1):
-        assert a == b, f"{rel}: figure {i} ({a[0]!r} / {b[0]!r}) differs between languages"
-    zh_tables, en_tables = _block_tables(zh_article), _block_tables(en_article)
-    zh_heads = Counter(json.dumps(t[0]) for t in zh_tables if t)
-    en_heads = Counter(json.dumps(t[0]) for t in en_tables if t)
-    # same header in both languages: printed by a shared block (prose tables are
-    # written, and headed, in each language)
-    zh_shared = [t for t in zh_tables if t and en_heads[json.dumps(t[0])]]
-    en_shared = [t for t in en_tables if t and zh_heads[json.dumps(t[0])]]
-    assert len(zh_shared) == len(en_shared), (
-        f"{rel}: {len(zh_shared)} vs {len(en_shared)} tables printed by blocks")
-    for i, (a, b) in enumerate(zip(zh_shared, en_shared), start=1):
-        assert a == b, (
-            f"{rel}: computed table {i} (header {a[0]}) differs: zh {a} vs en {b}")
+    for i, ((zd, za), (ed, ea)) in enumerate(zip(zh_figs, en_figs), start=1):
+        assert zd and zd == ed, f"{rel}: figure {i} plots different data ({za!r} / {ea!r})"
+        assert _CJK.search(za) and not _CJK.search(ea), (
+            f"{rel}: figure {i}'s alt texts are not in their page's language: {za!r} / {ea!r}")
+    zh_tables, en_tables = _tables(zh_article), _tables(en_article)
+    assert len(zh_tables) == len(en_tables), f"{rel}: {len(zh_tables)} vs {len(en_tables)} tables"
+    for i, (a, b) in enumerate(zip(zh_tables, en_tables), start=1):
+        assert a == b, f"{rel}: table {i} shows different numbers: zh {a} vs en {b}"
 
 
 @pytest.mark.site
-def test_build_report_names_the_differing_block(built_site) -> None:
-    """Per block (not just per page): same key and output in both languages."""
+@pytest.mark.parametrize("rel", PAGES)
+def test_computed_tables_speak_the_pages_language(built_site, rel: str) -> None:
+    """No Chinese in an English page's tables, no English words alone in a Chinese
+    page's table headers (identifiers, shapes and formulas stay as they are)."""
+    for lang in ("zh", "en"):
+        for table in _article(built_site, lang, rel).find_all("table"):
+            headers = [th.get_text(" ", strip=True) for th in table.find_all("th")]
+            cells = [td.get_text(" ", strip=True) for td in table.find_all("td")]
+            if lang == "en":
+                chinese = [t for t in headers + cells if _CJK.search(t)]
+                assert not chinese, f"en/{rel}: Chinese in a table: {chinese}"
+            else:
+                english = [h for h in headers if _ENGLISH_WORDS.fullmatch(h)]
+                assert not english, f"zh/{rel}: English table headers: {english}"
+
+
+@pytest.mark.site
+def test_every_block_prints_the_same_numbers_in_both_languages(built_site) -> None:
+    """Per block (not just per table): the numbers each block printed, in order, agree."""
     report = json.loads(built_site.html("build-report.json"))
     per_page: dict[str, list[dict]] = {}
     for b in report["blocks"]:
@@ -156,8 +175,8 @@ def test_build_report_names_the_differing_block(built_site) -> None:
             f"{rel}: the build report has {len(zh)} zh blocks, the page {len(executed)}")
         assert len(zh) == len(en), f"{rel}: {len(zh)} zh blocks vs {len(en)} en blocks"
         for i, (a, b) in enumerate(zip(zh, en), start=1):
-            assert a["key"] == b["key"], f"{rel}: block {i} has different code (key)"
-            assert a["output"] == b["output"], (
-                f"{rel}: block {i} ({executed[i - 1].where}) printed different output")
+            assert a["id"] == b["id"], f"{rel}: block {i} has different options"
+            assert a["numbers"] == b["numbers"], (
+                f"{rel}: block {i} ({executed[i - 1].where}) printed different numbers")
             compared += 1
     assert compared > 0

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.site
 
 DOCS = ROOT / "docs"
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+MANIFEST_DEMO = '["index.md"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n'
 
 
 def _pages(lang: str) -> set[str]:
@@ -76,53 +77,77 @@ def test_build_time_value_is_in_both_languages_and_not_in_the_markdown(built_sit
                 return rows
         raise AssertionError(f"no table with {value!r} on the page")
 
-    assert table(zh) == table(en)
+    assert table(zh)[1:] == table(en)[1:]  # the values; the headers are each language's
+    assert table(zh)[0] != table(en)[0]
 
 
-def test_shared_block_ran_once_per_build(built_site) -> None:
+def test_each_experiment_is_computed_once_before_the_pages(built_site) -> None:
+    """precompute computed every result once; the pages only read them."""
     report = json.loads(built_site.html("build-report.json"))
-    home = [b for b in report["blocks"] if b["page"] in ("zh/index.md", "en/index.md")]
-    by_key = Counter((b["key"], b["source"]) for b in home)
-    keys = {b["key"] for b in home}
-    assert keys, "the home page ran no block"
-    for key in keys:
-        assert by_key[(key, "executed")] == 1, f"block {key} executed {by_key[(key, 'executed')]}x"
-        assert by_key[(key, "memo")] == 1, f"block {key} was not reused by the other language"
-    # and site-wide: no block with the same key ran twice
-    executed = Counter(b["key"] for b in report["blocks"]
-                       if b["source"] == "executed" and not b["session"])
-    assert max(executed.values()) == 1
-    notebooks = Counter(n["notebook"] for n in report["notebooks"] if n["source"] == "executed")
-    assert notebooks and max(notebooks.values()) == 1
+    jobs = report["precompute"]["jobs"]
+    keys = [job["key"] for job in jobs]
+    assert keys and len(keys) == len(set(keys))
+    assert all(job["seconds"] is not None for job in jobs)  # a cold build: all computed here
+    read = report["experiments"]
+    assert read and {r["source"] for r in read} <= {"disk", "memory"}
+    assert {r["key"] for r in read} <= {k[:16] for k in keys}
+    pages = report["precompute"]["pages"]
+    assert {"lectures/multihead-transformer-block.md", "examples/copy_task_heads.py"} <= set(pages)
 
 
-def test_executed_blocks_identical_in_both_languages(built_site) -> None:
-    """Same blocks (same code: same key), same order, same output, on every page."""
+def test_blocks_run_once_per_language(built_site) -> None:
+    """The zh and en pages run the same blocks, each once per build and language."""
     report = json.loads(built_site.html("build-report.json"))
-    per_page: dict[str, list[tuple[str, str]]] = {}
+    per_page: dict[str, list[dict]] = {}
     for b in report["blocks"]:
-        per_page.setdefault(b["page"], []).append((b["key"], b["output"]))
+        per_page.setdefault(b["page"], []).append(b)
     zh_pages = [p for p in per_page if p.startswith("zh/")]
     assert len(zh_pages) >= 4, sorted(per_page)
     for page in zh_pages:
-        twin = "en/" + page[3:]
-        assert per_page[page] == per_page.get(twin), f"{page} and {twin} differ"
-    memo = [b for b in report["blocks"] if b["language"] == "en"]
-    assert memo and all(b["source"] == "memo" for b in memo if not b["session"])
+        zh, en = per_page[page], per_page.get("en/" + page[3:], [])
+        assert [b["id"] for b in zh] == [b["id"] for b in en], page
+    executed = Counter((b["page"], b["key"]) for b in report["blocks"]
+                       if b["source"] == "executed")
+    assert executed and max(executed.values()) == 1
+
+
+def _notebook(built_site, lang: str, name: str) -> dict:
+    prefix = "" if lang == "zh" else "en/"
+    return json.loads(built_site.html(f"{prefix}examples/{name}/{name}.ipynb"))
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebooks_render_as_notebooks_in_both_languages(built_site, name: str) -> None:
-    for prefix in ("", "en/"):
-        html = built_site.html(f"{prefix}examples/{name}/index.html")
-        soup = BeautifulSoup(html, "html.parser")
-        assert soup.select_one(".jupyter-wrapper"), f"{prefix}{name}: not a notebook page"
-        assert soup.select(".jp-CodeCell"), f"{prefix}{name}: no code cells"
-        assert soup.select(".jp-OutputArea-output"), f"{prefix}{name}: no outputs"
-        assert "# %%" not in soup.get_text(), f"{prefix}{name}: raw jupytext shown"
-        # a link to the downloadable source, and the file itself
-        assert soup.select_one(f'a[href$="{name}.py"]'), f"{prefix}{name}: no source link"
-        assert (built_site.site_dir / f"{prefix}examples/{name}/{name}.py").is_file()
+def test_notebooks_per_language(built_site, name: str) -> None:
+    """One executed notebook: prose in each page's language, the same code and outputs."""
+    pages = {}
+    for lang, prefix in (("zh", ""), ("en", "en/")):
+        soup = BeautifulSoup(built_site.html(f"{prefix}examples/{name}/index.html"),
+                             "html.parser")
+        article = soup.select_one("article")
+        assert article.select("div.highlight"), f"{lang} {name}: no code"
+        assert "# %%" not in article.get_text(), f"{lang} {name}: raw jupytext shown"
+        for ext in ("ipynb", "py"):  # the downloads, in this language
+            assert article.select_one(f'a[href="{name}.{ext}"][download]'), (lang, name, ext)
+            assert (built_site.site_dir / f"{prefix}examples/{name}/{name}.{ext}").is_file()
+        pages[lang] = article
+    code = {lang: [d.get_text() for d in a.select("div.language-python")]
+            for lang, a in pages.items()}
+    assert code["zh"] == code["en"] and code["zh"]
+    zh, en = _notebook(built_site, "zh", name), _notebook(built_site, "en", name)
+    cells = {lang: [c for c in nb["cells"] if c["cell_type"] == "code"]
+             for lang, nb in (("zh", zh), ("en", en))}
+    assert [c["source"] for c in cells["zh"]] == [c["source"] for c in cells["en"]]
+    assert [c["outputs"] for c in cells["zh"]] == [c["outputs"] for c in cells["en"]]
+    assert any(c["outputs"] for c in cells["zh"]), f"{name}: not executed"
+    prose = {lang: "".join("".join(c["source"]) for c in nb["cells"]
+                           if c["cell_type"] == "markdown") for lang, nb in (("zh", zh), ("en", en))}
+    assert _CJK.search(prose["zh"]) and not _CJK.search(prose["en"]), name
+    # tables and figures in the page's own language (llmlab.report's every-language outputs)
+    headers = {lang: [th.get_text() for th in a.select("table th")] for lang, a in pages.items()}
+    assert not any(_CJK.search(h) for h in headers["en"]), headers["en"]
 
 
 def test_chinese_search_index_is_segmented(built_site) -> None:
@@ -209,7 +234,7 @@ def test_wrapped_chinese_prose_has_no_stray_spaces(built_site) -> None:
 def test_chinese_line_joining_leaves_verbatim_text_alone(build_hook) -> None:
     html = ("<p>集中在\n对角线。Mixed 中文\nEnglish</p>"
             "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
-    assert build_hook._join_cjk_lines(html) == (
+    assert build_hook.join_cjk_lines(html) == (
         "<p>集中在对角线。Mixed 中文\nEnglish</p>"
         "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
 
@@ -265,6 +290,33 @@ def test_missing_translation_fails_the_build(tmp_path: Path) -> None:
     config.write_text(text, encoding="utf-8")
     proc = run_mkdocs_build(config, tmp_path / "site", build_env(LLMLAB_CACHE="0"), timeout=300)
     assert proc.returncode != 0, (proc.stdout + proc.stderr)[-2000:]
+
+
+def test_pages_show_only_what_the_manifest_lists_for_them(tmp_path: Path) -> None:
+    """A call the manifest lists under the page builds; other arguments, or a call
+    listed under another page, fail the build and say where to add it."""
+    def block(p: float) -> str:
+        return ('```python exec="on"\nfrom llmlab.experiments.attention import '
+                f'run_dropout_demo\nprint(f"p-{{run_dropout_demo(p={p}).p}}-end")\n```\n')
+
+    def build(zh: str, manifest: str, name: str) -> subprocess.CompletedProcess[str]:
+        root = tmp_path / name
+        config = write_mini_site(root, {"zh/index.md": zh, "en/index.md": GOOD_EN},
+                                 manifest=manifest)
+        env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / "cache"))
+        return run_mkdocs_build(config, root / "site", env, timeout=300)
+
+    listed = build("# 首页\n\n" + block(0.25), MANIFEST_DEMO, "listed")
+    assert listed.returncode == 0, (listed.stdout + listed.stderr)[-3000:]
+    assert "p-0.25-end" in (tmp_path / "listed" / "site" / "index.html").read_text("utf-8")
+    unlisted = build("# 首页\n\n" + block(0.3), MANIFEST_DEMO, "unlisted")
+    log = unlisted.stdout + unlisted.stderr
+    assert unlisted.returncode != 0, log[-3000:]
+    assert "run_dropout_demo(p=0.3" in log and "docs/experiments.toml" in log, log[-3000:]
+    elsewhere = MANIFEST_DEMO.replace('["index.md"]', '["other.md"]')
+    other = build("# 首页\n\n" + block(0.25), elsewhere, "elsewhere")
+    log = other.stdout + other.stderr
+    assert other.returncode != 0 and '["index.md"]' in log, log[-3000:]
 
 
 # --------------------------------------------------------------------------
@@ -364,35 +416,45 @@ def test_two_clean_builds_give_identical_outputs(built_site, second_build) -> No
     assert a.keys() == b.keys()
     differ = sorted(k for k in a if a[k] != b[k])
     assert differ == [], f"blocks whose output changed between builds: {differ}"
-    notebooks_a = {n["notebook"]: n["output"] for n in first["notebooks"]}
-    notebooks_b = {n["notebook"]: n["output"] for n in second_build["notebooks"]}
+    notebooks_a = {n["notebook"]: n["key"] for n in first["precompute"]["notebooks"]}
+    notebooks_b = {n["notebook"]: n["key"] for n in second_build["precompute"]["notebooks"]}
     assert notebooks_a == notebooks_b
-    assert len(a) >= 50  # the lectures' blocks, not just the home page
+    assert len(a) >= 100  # the lectures' blocks in both languages, not just the home page
 
 
 def test_machine_dependent_blocks_name_their_machine(built_site) -> None:
-    report = json.loads(built_site.html("build-report.json"))
-    marked = [b for b in report["blocks"] if (b.get("id") or "").startswith("machine-dependent")
-              and b["source"] == "executed"]
-    assert len(marked) >= 2, "the timing blocks are marked machine-dependent"
-    assert all(b["names_machine"] for b in marked), marked
+    """Timings and provenance are shown with the machine they describe."""
+    import platform
+
+    from pages import fenced_blocks, page_paths, read_page
+
+    marked = [rel for rel in page_paths("zh")
+              if any(b.attrs.get("id", "").startswith("machine-dependent")
+                     for b in fenced_blocks(read_page("zh", rel)))]
+    assert len(marked) >= 3, marked
+    for rel in marked:
+        for prefix in ("", "en/"):
+            page = rel[:-3]
+            html = built_site.html(prefix + ("index.html" if page == "index"
+                                             else page + "/index.html"))
+            assert platform.machine() in html, f"{prefix}{rel} does not name its machine"
 
 
 # --------------------------------------------------------------------------
 # saved block outputs: a build where nothing changed runs nothing
 # --------------------------------------------------------------------------
 def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path) -> None:
-    """Same cache, nothing changed: every block output is the saved one."""
+    """Same cache, nothing changed: no experiment, no notebook, no block runs again."""
     env = build_env(LLMLAB_CACHE_DIR=str(built_site.cache_dir))
     proc = run_mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site", env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "precompute" not in proc.stdout + proc.stderr  # up to date: not even started
     cold = json.loads(built_site.html("build-report.json"))
     warm = json.loads((tmp_path / "site" / "build-report.json").read_text(encoding="utf-8"))
+    assert warm["precompute"] == cold["precompute"]  # the same report: nothing recomputed
     executed = [b for b in warm["blocks"] if b["source"] == "executed"]
     assert executed and all(b["id"].startswith("machine-dependent-compute-") for b in executed)
-    assert warm["prefetched"] == []  # no worker was started
-    assert {e["source"] for e in warm["experiments"]} == {"block"}
-    assert {n["source"] for n in warm["notebooks"]} <= {"disk", "memo"}
+    assert warm["experiments"] == [] or {e["source"] for e in warm["experiments"]} == {"disk"}
 
     def outputs(report: dict) -> dict[tuple[str, str, str], str]:
         return {(b["page"], b["language"], b["key"]): b["output"] for b in report["blocks"]
@@ -400,12 +462,6 @@ def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path
 
     # timings included: a saved output is the one measured on this machine
     assert outputs(warm) == outputs(cold)
-    page = (tmp_path / "site" / "en" / "lectures" / "multihead-transformer-block"
-            / "index.html").read_text(encoding="utf-8")
-    report = BeautifulSoup(page, "html.parser").find(
-        string=re.compile("Computation on this page")).find_parent("details")
-    assert "run_residual_variant" in report.get_text()
-    assert "saved page output" in report.get_text()
 
 
 def test_saved_block_outputs_follow_the_code_they_depend_on(tmp_path: Path) -> None:

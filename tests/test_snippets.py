@@ -5,10 +5,9 @@
   a reader who copies it would run it: a new interpreter, a temporary working
   folder, nothing importable but the installed packages (``llmlab`` among them),
   no state left by another block.
-* Notebooks: every code cell of ``examples/*.py``. A notebook is read top to
-  bottom, so cell *k* runs in a fresh interpreter after cells ``1..k-1`` of its
-  own notebook (never after another notebook or page); the last run is the whole
-  notebook, which is also what its download link gives the reader.
+* Notebooks: each ``examples/*.py`` once, all its code cells in order in a fresh
+  interpreter (never after another notebook or page): what its download gives
+  the reader. (The build has executed every cell in a kernel already.)
 * Blocks marked ```` ```python {.partial} ```` are fragments shown for reading (a
   buggy line quoted from the notes, say). They are not run, and must stay under 5%
   of all blocks.
@@ -63,13 +62,8 @@ def collect_page_snippets() -> tuple[list[Snippet], int]:
 def collect_notebook_snippets() -> list[Snippet]:
     from pages import notebook_code_cells
 
-    snippets = []
-    for path in sorted(EXAMPLES.glob("*.py")):
-        cells = notebook_code_cells(path)
-        for k in range(len(cells)):
-            code = "\n\n".join(cells[: k + 1]) + "\n"
-            snippets.append(Snippet(code, [f"examples/{path.name} cell {k + 1}"]))
-    return snippets
+    return [Snippet("\n\n".join(notebook_code_cells(path)) + "\n", [f"examples/{path.name}"])
+            for path in sorted(EXAMPLES.glob("*.py"))]
 
 
 def _env(cache_dir: Path) -> dict[str, str]:
@@ -125,7 +119,7 @@ def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
         "page_blocks": page_blocks,
         "unique_page_snippets": len(page_snippets),
         "page_snippets_run": len(page_snippets) - len(partial),
-        "notebook_cells_run": len(notebook_snippets),
+        "notebooks_run": len(notebook_snippets),
         "snippets_run": len(to_run),
         "partial_blocks": partial_blocks,
         "partial_share": round(partial_blocks / page_blocks, 4),
@@ -138,11 +132,11 @@ def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "snippets.json").write_text(json.dumps(summary, indent=1) + "\n",
                                              encoding="utf-8")
-    for key in ("snippets_run", "page_snippets_run", "notebook_cells_run",
+    for key in ("snippets_run", "page_snippets_run", "notebooks_run",
                 "partial_blocks", "partial_share", "failed"):
         record_property(key, summary[key])
     counts = (f"{summary['snippets_run']} snippets run ({summary['page_snippets_run']} "
-              f"page blocks, {summary['notebook_cells_run']} notebook cells), "
+              f"page blocks, {summary['notebooks_run']} notebooks), "
               f"{partial_blocks} of {page_blocks} page blocks partial")
     report = "\n\n".join(f"{' = '.join(s.where)}:\n{log}" for s, log in failures)
     assert not failures, f"{len(failures)} snippet(s) failed; {counts}\n\n{report}"

@@ -172,7 +172,8 @@ def _output_markdown(output: Any, lang: str) -> str:
         alt = meta.get("alt", {})
         alt = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
         svg = base64.b64encode((own or data["image/svg+xml"]).encode()).decode()
-        return (f'<img class="llmlab-figure" alt="{html.escape(alt)}" '
+        mark = f' data-digest="{html.escape(meta["digest"])}"' if meta.get("digest") else ""
+        return (f'<img class="llmlab-figure" alt="{html.escape(alt)}"{mark} '
                 f'src="data:image/svg+xml;base64,{svg}">')
     if "text/markdown" in data:
         return own or data["text/markdown"]

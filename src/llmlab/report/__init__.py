@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import html
 import io
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -106,15 +108,16 @@ class Localized:
         alt: For a figure, the ``alt`` text that says what it shows.
     """
 
-    def __init__(self, make: Callable[[str], str], alt: Label | None = None) -> None:
-        self.make, self.alt = make, alt
+    def __init__(self, make: Callable[[str], str], alt: Label | None = None,
+                 digest: str | None = None) -> None:
+        self.make, self.alt, self.digest = make, alt, digest
 
     def render(self, lang: str | None = None) -> str:
         """Markdown, or for a figure an ``<img>`` tag, in ``lang``."""
         lang = language(lang)
         if self.alt is None:
             return self.make(lang)
-        return img_tag(self.make(lang), alt=self.alt.text(lang))
+        return img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)
 
     def __str__(self) -> str:
         return self.render()
@@ -126,6 +129,7 @@ class Localized:
         meta: dict[str, Any] = {"llmlab": every}
         if self.alt is not None:
             meta["alt"] = {lang: self.alt.text(lang) for lang in LANGUAGES}
+            meta["digest"] = self.digest
         return {mime: every[language()]}, meta
 
 
@@ -231,13 +235,19 @@ def svg_from_figure(fig: Any) -> str:
     return buffer.getvalue()
 
 
-def img_tag(svg: str, alt: Any, width: str | None = None) -> str:
-    """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request)."""
+def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = None) -> str:
+    """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request).
+
+    ``digest`` (a hash of the figure's data, the same in every language) is kept
+    in ``data-digest``, so the two languages' pages can be checked to plot the
+    same numbers.
+    """
     if not isinstance(svg, str):
         raise TypeError(f"svg must be SVG text (str), got {type(svg).__name__}")
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     style = f' style="width:{html.escape(width)}"' if width else ""
-    return (f'<img class="llmlab-figure" alt="{html.escape(text(alt))}"{style} '
+    mark = f' data-digest="{html.escape(digest)}"' if digest else ""
+    return (f'<img class="llmlab-figure" alt="{html.escape(text(alt))}"{style}{mark} '
             f'src="data:image/svg+xml;base64,{data}">')
 
 
@@ -315,11 +325,35 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
     return _draw(lang, width, height, draw)
 
 
-def figure(make_svg: Callable[[str], str], alt: Label) -> Localized:
-    """A figure made in the reader's language: ``make_svg(lang) -> SVG``, ``alt`` says what it shows."""
+def _digest(data: Any) -> str:
+    """A hash of what a figure plots (numbers and language-neutral labels)."""
+    import numpy as np
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "detach"):
+            value = value.detach().cpu().numpy()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, Mapping):
+            return [[plain(k), plain(v)] for k, v in value.items()]
+        if isinstance(value, (list, tuple, range)):
+            return [plain(v) for v in value]
+        return None if isinstance(value, Label) else value
+
+    return hashlib.sha256(json.dumps(plain(data), default=repr).encode()).hexdigest()[:16]
+
+
+def figure(make_svg: Callable[[str], str], alt: Label, data: Any = None) -> Localized:
+    """A figure made in the reader's language.
+
+    Args:
+        make_svg: ``make_svg(lang) -> SVG text``.
+        alt: What the figure shows, in both languages.
+        data: What it plots; its digest marks the figure (see :func:`img_tag`).
+    """
     if not isinstance(alt, Label):
         raise TypeError(f"alt must be a Label (both languages), got {type(alt).__name__}")
-    return Localized(make_svg, alt)
+    return Localized(make_svg, alt, _digest(data) if data is not None else None)
 
 
 def heatmap(matrix: Any, *args: Any, alt: Label, **kwargs: Any) -> Localized:
@@ -328,10 +362,12 @@ def heatmap(matrix: Any, *args: Any, alt: Label, **kwargs: Any) -> Localized:
 
     if np.ndim(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix) != 2:
         raise ValueError(f"matrix must be 2-D, got shape {np.shape(matrix)}")
-    return figure(lambda lang: heatmap_svg(matrix, *args, **kwargs, lang=lang), alt)
+    return figure(lambda lang: heatmap_svg(matrix, *args, **kwargs, lang=lang), alt,
+                  data=[matrix, args])
 
 
 def line_plot(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]], *,
               alt: Label, **kwargs: Any) -> Localized:
     """:func:`line_plot_svg` as a :func:`figure`."""
-    return figure(lambda lang: line_plot_svg(series, **kwargs, lang=lang), alt)
+    return figure(lambda lang: line_plot_svg(series, **kwargs, lang=lang), alt,
+                  data=[list(series.values()), list(kwargs.get("hlines", {}).values())])

@@ -1,0 +1,121 @@
+"""python -m llmlab.precompute: the manifest, the cache it fills, the notebooks it splits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from llmlab import precompute
+from llmlab.report import label, table
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = ROOT / "docs" / "experiments.toml"
+
+
+def test_manifest_entries_parse_into_calls(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text('["a.md"]\ncalls = ["multihead.run_why_multihead(heads=(1, 2), steps=5)",'
+                    ' "attention.run_summary_recall()"]\n', encoding="utf-8")
+    first, second = precompute.load_manifest(path)
+    assert (first.page, first.module, first.name) == (
+        "a.md", "llmlab.experiments.multihead", "run_why_multihead")
+    assert first.kwargs == {"heads": (1, 2), "steps": 5}  # tuples stay tuples (cache keys)
+    assert (second.name, second.kwargs) == ("run_summary_recall", {})
+
+
+@pytest.mark.parametrize("entry", ["attention.run_summary_recall(3)",
+                                   "attention.run_summary_recall(lengths=LENGTHS)",
+                                   "attention.run_summary_recall", "1 +"])
+def test_a_bad_manifest_entry_is_refused_naming_it(tmp_path: Path, entry: str) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(f'["lectures/x.md"]\ncalls = ["{entry}"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"lectures/x\.md") as error:
+        precompute.load_manifest(path)
+    assert entry in str(error.value)
+
+
+def test_every_manifest_page_exists_and_every_call_is_a_cached_experiment() -> None:
+    calls = precompute.load_manifest(MANIFEST)
+    assert calls
+    for call in calls:
+        page = (ROOT / "docs" / "zh" / call.page if call.page.endswith(".md")
+                else ROOT / call.page)
+        assert page.is_file(), f"the manifest names {call.page}, which does not exist"
+        jobs = precompute._plan(call)
+        assert jobs[-1]["name"] == call.name
+        assert all(len(j["key"]) == 64 for j in jobs)
+
+
+def _executed_notebook() -> nbformat.NotebookNode:
+    localized = table([label("头", "head"), label("偏移量", "offset")], [(0, 1)])
+    data, meta = localized._repr_mimebundle_()
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 标题\n\n中文。", metadata={"lang": "zh"}),
+        nbformat.v4.new_markdown_cell("# Title\n\nEnglish.", metadata={"lang": "en"}),
+        nbformat.v4.new_code_cell("display(t)", outputs=[
+            nbformat.v4.new_output("display_data", data=data, metadata=meta),
+            nbformat.v4.new_output("stream", name="stdout", text="42\n")]),
+    ])
+
+
+def test_a_notebook_is_split_per_language_with_the_same_code_and_outputs() -> None:
+    nb = _executed_notebook()
+    zh, en = precompute.split_notebook(nb, "zh"), precompute.split_notebook(nb, "en")
+    assert [c.source for c in zh.cells] == ["# 标题\n\n中文。", "display(t)"]
+    assert [c.source for c in en.cells] == ["# Title\n\nEnglish.", "display(t)"]
+    assert zh.cells[-1].outputs == en.cells[-1].outputs
+    assert all("lang" not in c.metadata for c in zh.cells + en.cells)
+    assert len(nb.cells) == 3  # the executed notebook itself is left as it was
+    page = {lang: precompute.notebook_markdown(nb, "demo", lang) for lang in ("zh", "en")}
+    assert page["zh"].startswith("# 标题") and "English" not in page["zh"]
+    assert "| 头 | 偏移量 |" in page["zh"] and "| head | offset |" in page["en"]
+    assert '<a href="demo.ipynb" download>' in page["zh"] and "下载：" in page["zh"]
+    assert "```text\n42\n```" in page["en"] and "```python\ndisplay(t)\n```" in page["en"]
+
+
+def _run(tree: Path, cache: Path, manifest: Path, examples: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    env.pop("LLMLAB_CACHE_MISS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
+         "--examples", str(examples), "--cache-dir", str(cache), "--workers", "1"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tree)
+
+
+def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
+    """Results are keyed by their computation: a renderer or table header edit
+    re-renders the pages and recomputes no experiment; an experiment edit does."""
+    tree = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "llmlab", tree / "llmlab",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    manifest, examples, cache = tmp_path / "m.toml", tmp_path / "examples", tmp_path / "cache"
+    manifest.write_text('["x.md"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n',
+                        encoding="utf-8")
+    examples.mkdir()
+
+    def jobs() -> list[str]:
+        proc = _run(tree, cache, manifest, examples)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads((cache / "precompute.json").read_text(encoding="utf-8"))
+        return [job["name"] for job in report["jobs"] if job["seconds"] is not None]
+
+    assert jobs() == ["run_dropout_demo"]
+    renderers = tree / "llmlab" / "report" / "__init__.py"
+    edited = renderers.read_text(encoding="utf-8").replace('label("是", "yes")',
+                                                           'label("对", "yes")')
+    assert edited != renderers.read_text(encoding="utf-8")
+    renderers.write_text(edited, encoding="utf-8")
+    assert jobs() == []  # stale inputs: it ran, and found every result stored
+    again = _run(tree, cache, manifest, examples)
+    assert "up to date" in again.stdout  # nothing changed since: it did nothing at all
+    experiment = tree / "llmlab" / "experiments" / "attention.py"
+    experiment.write_text(experiment.read_text(encoding="utf-8") + "\n# an edit\n",
+                          encoding="utf-8")
+    assert jobs() == ["run_dropout_demo"]
