@@ -82,6 +82,17 @@ def _check_vocab(vocab: object) -> dict[int, bytes]:
     return dict(vocab)
 
 
+def _check_merge(rank: int, pair: tuple, token_ids: dict[bytes, int]) -> None:
+    """Raise the error that ``merges[rank]`` deserves."""
+    if len(pair) != 2 or not all(isinstance(t, bytes) for t in pair):
+        raise TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
+    a, b = pair
+    unknown = [t for t in (a, b, a + b) if t not in token_ids]
+    raise ValueError(
+        f"merges[{rank}] ({a!r}, {b!r}) names tokens missing from vocab: {unknown}"
+    )
+
+
 class Tokenizer:
     """Byte-level BPE: ``encode`` text to ids and ``decode`` ids back to text.
 
@@ -136,18 +147,17 @@ class Tokenizer:
             )
         self.merges = [tuple(m) for m in merges]
         self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        token_ids = self._ids
         for rank, pair in enumerate(self.merges):
-            if len(pair) != 2 or not all(isinstance(t, bytes) for t in pair):
-                raise TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
-            a, b = pair
-            unknown = [t for t in (a, b, a + b) if t not in self._ids]
-            if unknown:
-                raise ValueError(
-                    f"merges[{rank}] ({a!r}, {b!r}) names tokens missing from "
-                    f"vocab: {unknown}"
-                )
-            ids = (self._ids[a], self._ids[b])
-            self._ranks.setdefault(ids, (rank, self._ids[a + b]))
+            try:
+                a, b = pair
+                left, right, new = token_ids[a], token_ids[b], token_ids[a + b]
+                if type(a) is not bytes or type(b) is not bytes:
+                    raise TypeError
+            except (KeyError, TypeError, ValueError):
+                _check_merge(rank, pair, token_ids)
+                raise  # not reached: _check_merge raises
+            self._ranks.setdefault((left, right), (rank, new))
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]
         self._cache: dict[str, list[int]] = {}
         self._cache_size = cache_size
@@ -157,6 +167,10 @@ class Tokenizer:
             key=len,
             reverse=True,
         )
+
+    def clear_cache(self) -> None:
+        """Forget the cached ids of pre-tokens (their memory; ids do not change)."""
+        self._cache.clear()
 
     @property
     def special_ids(self) -> dict[str, int]:
@@ -191,14 +205,19 @@ class Tokenizer:
         Taught on: "Tokenization".
         """
         decoder = {c: b for b, c in bytes_to_unicode().items()}
+        # one str.translate per token: alphabet characters become the Latin-1
+        # character of their byte; the others an unencodable one (caught below)
+        table = {ord(c): b for c, b in decoder.items()}
+        table.update({b: 0xFFFF for b in range(256) if chr(b) not in decoder})
 
         def to_bytes(token: str, where: str) -> bytes:
             try:
-                return bytes(decoder[c] for c in token)
-            except KeyError as err:
+                return token.translate(table).encode("latin-1")
+            except UnicodeEncodeError:
+                bad = next(c for c in token if c not in decoder)
                 raise ValueError(
                     f"{where}: {token!r} has a character outside GPT-2's byte "
-                    f"alphabet: {err.args[0]!r}"
+                    f"alphabet: {bad!r}"
                 ) from None
 
         text = _read(vocab_path, "vocab_path")
@@ -226,16 +245,24 @@ class Tokenizer:
         for number, line in enumerate(lines, start=1):
             if (number == 1 and line.startswith("#version")) or not line.strip():
                 continue
-            where = f"merges_path ({str(merges_path)!r}) line {number}"
             parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{where}: expected 'left right', got {line!r}")
-            a, b = (to_bytes(p, where) for p in parts)
-            unknown = [p for p, t in zip(parts, (a, b)) if t not in known]
-            if unknown:
+            try:  # the fast path; a bad line is diagnosed below
+                left, right = parts
+                a = left.translate(table).encode("latin-1")
+                b = right.translate(table).encode("latin-1")
+                if not (a and b and a in known and b in known):
+                    raise ValueError
+            except (ValueError, UnicodeEncodeError):
+                where = f"merges_path ({str(merges_path)!r}) line {number}"
+                if len(parts) != 2 or not all(parts):
+                    raise ValueError(
+                        f"{where}: expected 'left right', got {line!r}"
+                    ) from None
+                a, b = (to_bytes(p, where) for p in parts)
+                unknown = [p for p, t in zip(parts, (a, b)) if t not in known]
                 raise ValueError(
                     f"{where}: unknown tokens {unknown} (not in vocab_path)"
-                )
+                ) from None
             merges.append((a, b))
         return cls(vocab, merges, special_tokens, **kwargs)
 
