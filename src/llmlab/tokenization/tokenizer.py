@@ -33,7 +33,7 @@ _PRETOKEN = regex.compile(GPT2_PATTERN)
 # a cut that no pre-token straddles: a whitespace character after a non-space
 _CUT = regex.compile(r"\S(?=\s)", flags=regex.REVERSE)
 _STREAM_CHARS = 2**16  # encode_iterable encodes the text it holds in pieces this big
-_NO_MERGE = (float("inf"), -1)
+_NO_RANK = 2**62  # the rank of a pair that was never merged
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -140,13 +140,14 @@ class Tokenizer:
             self._special_ids[token] = self._ids[raw]
         self._special = special_token_pattern(self.special_tokens)
 
-        # (left id, right id) -> (rank, merged id)
         if isinstance(merges, (str, bytes)) or not isinstance(merges, Sequence):
             raise TypeError(
                 f"merges must be a list of pairs, got {type(merges).__name__}"
             )
         self.merges = [tuple(m) for m in merges]
-        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        # (left id, right id) -> its rank, and the id of the merged token
+        self._rank: dict[tuple[int, int], int] = {}
+        self._merged: dict[tuple[int, int], int] = {}
         token_ids = self._ids
         for rank, pair in enumerate(self.merges):
             try:
@@ -157,7 +158,9 @@ class Tokenizer:
             except (KeyError, TypeError, ValueError):
                 _check_merge(rank, pair, token_ids)
                 raise  # not reached: _check_merge raises
-            self._ranks.setdefault((left, right), (rank, new))
+            if (left, right) not in self._rank:  # a repeated merge keeps its first rank
+                self._rank[left, right] = rank
+                self._merged[left, right] = new
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]
         self._cache: dict[str, list[int]] = {}
         self._cache_size = cache_size
@@ -268,25 +271,27 @@ class Tokenizer:
 
     # -- encoding ---------------------------------------------------------
     def _bpe(self, word: str) -> list[int]:
-        """The ids of one pre-token: its bytes, merged by rank."""
+        """The ids of one pre-token: its bytes, merged by rank.
+
+        Repeatedly merge the adjacent pair that was merged earliest in
+        training, keeping the rank of every adjacent pair in a list so that a
+        merge only looks up the two pairs it creates.
+        """
         ids = [self._byte_ids[b] for b in word.encode("utf-8")]
-        ranks = self._ranks
-        while len(ids) > 1:
-            # the adjacent pair that was merged earliest in training
-            pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, _NO_MERGE))
-            if pair not in ranks:
+        rank, merged = self._rank, self._merged
+        ranks = [rank.get(p, _NO_RANK) for p in zip(ids, ids[1:])]
+        while ranks:
+            best = min(ranks)
+            if best == _NO_RANK:
                 break
-            a, b = pair
-            new = ranks[pair][1]
-            merged, i, n = [], 0, len(ids)
-            while i < n:
-                if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                    merged.append(new)
-                    i += 2
-                else:
-                    merged.append(ids[i])
-                    i += 1
-            ids = merged
+            i = ranks.index(best)  # the leftmost pair of that rank
+            new = merged[ids[i], ids[i + 1]]
+            ids[i : i + 2] = [new]
+            del ranks[i]
+            if i > 0:
+                ranks[i - 1] = rank.get((ids[i - 1], new), _NO_RANK)
+            if i < len(ranks):
+                ranks[i] = rank.get((new, ids[i + 1]), _NO_RANK)
         return ids
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
