@@ -110,7 +110,7 @@ def test_gpt2_agreement() -> None:
     special = next(c for c in r.cases if c.key == "special")
     assert special.ids.count(50256) == 2
     assert r.vocab_size == 50_257 and r.num_merges == 50_000
-    assert r.reference.startswith("tiktoken ")
+    assert r.reference == "tiktoken" and r.reference_version.count(".") >= 1
 
 
 def test_chinese_tokenizers() -> None:

@@ -465,6 +465,10 @@ def test_encode_refuses_non_str(gpt2: Tokenizer) -> None:
     with pytest.raises(TypeError, match=r"iterable must yield str pieces"):
         list(gpt2.encode_iterable("one string"))
     assert gpt2.encode("") == [] and list(gpt2.encode_iterable([])) == []
+    with pytest.raises(ValueError, match=r"text holds a lone surrogate \('\\ud800'\)"):
+        gpt2.encode("ok \ud800")
+    with pytest.raises(ValueError, match=r"iterable holds a lone surrogate"):
+        list(gpt2.encode_iterable(["ok", "\udcff"]))
 
 
 def test_decode_refuses_ids_outside_the_vocabulary(gpt2: Tokenizer) -> None:

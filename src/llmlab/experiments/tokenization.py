@@ -84,6 +84,8 @@ def corpus_text(corpus: str) -> str:
 
     The poems (4,003, traditional characters) are joined with newlines, one
     line per couplet, so a poem boundary looks like a line break.
+
+    Taught on: "Tokenization".
     """
     if corpus == "shakespeare":
         return data.shakespeare()
@@ -125,6 +127,8 @@ class GranularityResult:
         examples: ``[language]`` -> the example sentence.
         example_units: ``[language][scheme]`` -> its units (``str`` for
             characters and words, ``bytes`` for bytes and subwords).
+
+    Taught on: "Tokenization".
     """
 
     languages: list[str]
@@ -216,6 +220,8 @@ class BPEStep:
         vocab_size: Vocabulary size after the merge (256 bytes + merges).
         num_tokens: Tokens the whole text takes after the merge.
         segmentation: Each distinct word's tokens after the merge.
+
+    Taught on: "Tokenization".
     """
 
     pair: tuple[bytes, bytes]
@@ -237,6 +243,8 @@ class BPEStepsResult:
         word_counts: How often each occurs.
         initial_num_tokens: Tokens (bytes) before any merge.
         steps: One :class:`BPEStep` per merge.
+
+    Taught on: "Tokenization".
     """
 
     text: str
@@ -328,6 +336,8 @@ class TrainedBPE:
         num_pretokens: Pre-tokens in them; ``num_unique_pretokens`` distinct.
         merges: The merges in order; ``counts`` the pair count of each.
         seconds: Training time (machine-dependent; for the build report).
+
+    Taught on: "Tokenization".
     """
 
     corpus: str
@@ -385,6 +395,8 @@ class CorpusCurve:
         token_kinds: Learned tokens by what they decode to: ``"partial"`` (not
             valid UTF-8 alone: part of a character), ``"one_char"``,
             ``"multi_char"``.
+
+    Taught on: "Tokenization".
     """
 
     corpus: str
@@ -407,6 +419,8 @@ class CorpusTrainingResult:
     Attributes:
         curves: Per corpus, in :data:`CORPORA` order.
         heldout_chars: Characters of held-out text each curve is measured on.
+
+    Taught on: "Tokenization".
     """
 
     curves: list[CorpusCurve]
@@ -521,6 +535,8 @@ class AgreementCase:
         ids: Our ids; ``reference_ids`` tiktoken's; ``equal`` whether they match.
         tokens: Our tokens as bytes.
         round_trip: Whether ``decode(encode(text)) == text``.
+
+    Taught on: "Tokenization".
     """
 
     key: str
@@ -539,14 +555,18 @@ class GPT2AgreementResult:
     Attributes:
         cases: One :class:`AgreementCase` per text.
         all_equal: Every case equal (the page asserts it).
-        reference: The reference's name and version, e.g. ``"tiktoken 0.14.0"``.
+        reference: The reference library (``"tiktoken"``); ``reference_version``
+            its version.
         vocab_size: GPT-2's vocabulary size (50,257).
         num_merges: Merges in ``merges.txt`` (50,000).
+
+    Taught on: "Tokenization".
     """
 
     cases: list[AgreementCase]
     all_equal: bool
     reference: str
+    reference_version: str
     vocab_size: int
     num_merges: int
 
@@ -585,7 +605,8 @@ def run_gpt2_agreement(
     return GPT2AgreementResult(
         cases=cases,
         all_equal=all(c.equal for c in cases),
-        reference=f"tiktoken {tiktoken.__version__}",
+        reference="tiktoken",
+        reference_version=tiktoken.__version__,
         vocab_size=gpt2.vocab_size,
         num_merges=len(gpt2.merges),
     )
@@ -614,6 +635,8 @@ class ChineseTokenizersResult:
             valid UTF-8 alone (pieces of a character).
         partial_fraction: ``[tokenizer]`` -> the same fraction over the
             held-out Chinese tokens.
+
+    Taught on: "Tokenization".
     """
 
     tokenizers: list[str]
@@ -693,6 +716,8 @@ class TokenizedText:
         group: The pitfall it belongs to (``"leading_space"``, ``"digits"``...).
         key: The case within the group.
         text: The text; ``ids`` and ``tokens`` (bytes) its encoding.
+
+    Taught on: "Tokenization".
     """
 
     group: str
@@ -715,6 +740,8 @@ class PitfallsResult:
         partial_ids: Its ids.
         partial_decodes: ``decode(partial_ids[:k])`` for ``k = 1..len``: a cut
             inside a character decodes to U+FFFD.
+
+    Taught on: "Tokenization".
     """
 
     cases: list[TokenizedText]
@@ -801,6 +828,8 @@ class TrainingTimingResult:
         repeats: Timings per measurement (the minimum is kept).
         machine: Processor architecture; ``cpus`` usable CPUs; ``python``
             version; ``omp_num_threads`` the environment's setting.
+
+    Taught on: "Tokenization".
     """
 
     seconds: dict[str, float]

@@ -85,6 +85,8 @@ def special_token_pattern(special_tokens: Sequence[str]) -> regex.Pattern | None
 
     Longest first means that when ``"<|endoftext|>"`` and
     ``"<|endoftext|><|endoftext|>"`` are both special, the double one wins.
+
+    Taught on: "Tokenization".
     """
     if not special_tokens:
         return None

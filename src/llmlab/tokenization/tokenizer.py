@@ -325,12 +325,16 @@ class Tokenizer:
 
         Raises:
             TypeError: ``text`` is not a ``str``.
+            ValueError: ``text`` holds a lone surrogate (no UTF-8 encoding).
 
         Taught on: "Tokenization".
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self._encode(text)
+        try:
+            return self._encode(text)
+        except UnicodeEncodeError as err:
+            raise _surrogate_error("text", err) from None
 
     def _safe_cut(self, text: str) -> int:
         """An index ``i`` such that ``text[:i]`` encodes the same whatever follows."""
@@ -380,10 +384,16 @@ class Tokenizer:
                 continue
             cut = self._safe_cut(held)
             if cut:
-                yield from self._encode(held[:cut])
+                yield from self._encode_checked(held[:cut])
                 held = held[cut:]
         if held:
-            yield from self._encode(held)
+            yield from self._encode_checked(held)
+
+    def _encode_checked(self, text: str) -> list[int]:
+        try:
+            return self._encode(text)
+        except UnicodeEncodeError as err:
+            raise _surrogate_error("iterable", err) from None
 
     # -- decoding ---------------------------------------------------------
     def decode(self, ids: Iterable[int]) -> str:
@@ -417,6 +427,14 @@ class Tokenizer:
                         f"(ids 0..{self.vocab_size - 1})"
                     )
         return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def _surrogate_error(name: str, err: UnicodeEncodeError) -> ValueError:
+    char = err.object[err.start]
+    return ValueError(
+        f"{name} holds a lone surrogate ({char!r}), which has no UTF-8 encoding; "
+        "expected text that str.encode('utf-8') accepts"
+    )
 
 
 def _read(path: object, name: str) -> str:
