@@ -93,6 +93,18 @@ def test_corpus_training_curves() -> None:
         tk.run_corpus_training(**{**SMALL, "zh_chars": 10_000_000})
 
 
+def test_training_runs_are_cache_parts_shared_by_two_experiments() -> None:
+    from llmlab import cache
+
+    plans = [cache.plan(fn, **SMALL) for fn in
+             (tk.run_corpus_training, tk.run_chinese_tokenizers)]
+    for calls in plans:
+        assert [fn for fn, _ in calls[:2]] == [tk.run_train_corpus] * 2
+        assert [kw["corpus"] for _, kw in calls[:2]] == ["shakespeare", "tang"]
+    assert plans[0][:2] == plans[1][:2]  # the same calls: trained once
+    assert tk.run_train_corpus.cost > 0
+
+
 def test_one_training_run_serves_every_vocabulary_size() -> None:
     run = tk.run_train_corpus("shakespeare", 20_000, 80)
     full = run.tokenizer()
