@@ -57,7 +57,6 @@ from tokenizers import models, pre_tokenizers, trainers  # noqa: E402
 
 from llmlab import data  # noqa: E402
 from llmlab.tokenization import (  # noqa: E402
-    Tokenizer,
     bytes_to_unicode,
     count_pretokens_file,
     gpt2_tokenizer,
