@@ -196,12 +196,12 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
 
 
 _NUMBER = re.compile(r"[-−+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?")
-_DATA_URI = re.compile(r'src="data:[^"]*"')
+_NOT_DATA = re.compile(r'(?:src="data:|alt=")[^"]*"')  # figures' bytes, alt texts' prose
 
 
 def _numbers(output: str) -> list[str]:
     """The numbers a block printed, in order: what both languages must agree on."""
-    return _NUMBER.findall(_DATA_URI.sub("", output))
+    return _NUMBER.findall(_NOT_DATA.sub("", output))
 
 
 def _format_block(source: str, language: str, css_class: str, options: dict[str, Any],

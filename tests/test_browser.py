@@ -265,6 +265,7 @@ def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
     assert blocks
     w.goto(rel)
     buttons = w.page.locator('article button[data-md-type="copy"], article button.md-clipboard')
+    buttons.first.wait_for(timeout=15_000)  # Material adds them once its script has run
     copied = []
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()

@@ -279,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{call.page}: {call.text}")
         return 0
     folder = cache.cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
     current = stamp(args.manifest, args.examples)
     previous = folder / REPORT
     if previous.is_file() and json.loads(previous.read_text("utf-8")).get("stamp") == current:
