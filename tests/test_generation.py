@@ -228,6 +228,30 @@ def test_generate_stops_at_eos_and_restores_the_mode():
     assert model.training
 
 
+def test_generate_a_batch_equals_each_row_alone():
+    model = _lm(8)
+    prompts = [[1, 2, 3], [4, 5, 6], [7, 7, 7]]
+    batch = generate(model, prompts, 30, greedy=True)
+    assert batch == [generate(model, row, 30, greedy=True) for row in prompts]
+    sampled = generate(model, torch.tensor(prompts), 30,
+                       generator=torch.Generator().manual_seed(0))
+    assert len(sampled) == 3 and all(len(row) == 30 for row in sampled)
+    assert sampled != generate(model, prompts, 30, greedy=True)
+
+
+def test_generate_a_batch_stops_each_row_at_its_eos():
+    model = _lm(9)
+    prompts = [[1, 2], [3, 4]]
+    free = generate(model, prompts, 12, greedy=True)
+    eos = free[0][2]
+    out = generate(model, prompts, 12, greedy=True, eos_token_id=eos)
+    for row, full in zip(out, free):
+        expected = full[:full.index(eos) + 1] if eos in full else full
+        assert row == expected
+    with pytest.raises(ValueError, match=r"prompt rows must have one length"):
+        generate(model, [[1, 2], [3]], 2)
+
+
 def test_generate_accepts_a_long_prompt_and_a_tensor():
     model = _lm(7)
     prompt = torch.randint(0, V, (50,))  # longer than the context: the tail is used
@@ -241,9 +265,9 @@ def test_generate_accepts_a_long_prompt_and_a_tensor():
     (dict(prompt=[1, V]), ValueError, r"prompt must lie in \[0, 40\)"),
     (dict(prompt=[-1]), ValueError, r"prompt must lie in \[0, 40\)"),
     (dict(prompt=torch.tensor([1.0])), ValueError, r"prompt must hold integer"),
-    (dict(prompt=torch.zeros(1, 2, dtype=torch.long)), ValueError,
-     r"prompt must be 1-D"),
-    (dict(prompt="hello"), TypeError, r"prompt must be a 1-D tensor or a list"),
+    (dict(prompt=torch.zeros(1, 2, 2, dtype=torch.long)), ValueError,
+     r"prompt must be \(n,\) or \(B, n\)"),
+    (dict(prompt="hello"), TypeError, r"prompt must be a tensor, a list of int"),
     (dict(max_new_tokens=0), ValueError, r"max_new_tokens must be an int >= 1, got 0"),
     (dict(temperature=0.0), ValueError, r"temperature must be a finite number in \(0"),
     (dict(temperature=-1.0), ValueError, r"temperature must be"),

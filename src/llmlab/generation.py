@@ -12,6 +12,8 @@ decoding rule turns the last position's logits :math:`o` into a choice:
 
 Filters apply in that order (temperature, then top-k, then top-p), as in Hugging
 Face's ``generate``. Decoding stops after ``max_new_tokens`` or at ``eos_token_id``.
+Several prompts of one length decode side by side as a batch (one forward pass per
+step for all of them).
 
 Taught on: "Training and generating text".
 """
@@ -86,18 +88,23 @@ def sample_next_token(
 
     Taught on: "Training and generating text".
     """
-    if logits.ndim != 1:
-        raise ValueError(
-            f"logits must be (vocab_size,), got shape {tuple(logits.shape)}"
-        )
-    probs = next_token_probabilities(logits, temperature, top_k, top_p)  # (V,)
-    return int(torch.multinomial(probs.cpu(), 1, generator=generator))
+    if not isinstance(logits, Tensor) or logits.ndim != 1:
+        shape = tuple(logits.shape) if isinstance(logits, Tensor) else logits
+        raise ValueError(f"logits must be (vocab_size,), got shape {shape}")
+    return int(_draw(logits[None], temperature, top_k, top_p, generator)[0])
+
+
+def _draw(logits: Tensor, temperature: float, top_k: int | None, top_p: float | None,
+          generator: torch.Generator | None) -> Tensor:
+    """One token per row of ``(B, V)`` logits: ``(B,)`` ids on the CPU."""
+    probs = next_token_probabilities(logits, temperature, top_k, top_p)  # (B, V)
+    return torch.multinomial(probs.cpu(), 1, generator=generator)[:, 0]  # (B,)
 
 
 @torch.no_grad()
 def generate(
     model: nn.Module,
-    prompt: Tensor | list[int],
+    prompt: Tensor | list[int] | list[list[int]],
     max_new_tokens: int,
     *,
     greedy: bool = False,
@@ -107,20 +114,21 @@ def generate(
     eos_token_id: int | None = None,
     generator: torch.Generator | None = None,
     use_kv_cache: bool = True,
-) -> list[int]:
+) -> list[int] | list[list[int]]:
     """Continue ``prompt`` by up to ``max_new_tokens`` tokens.
 
     Args:
         model: A ``TransformerLM`` (needs ``vocab_size``, ``context_length`` and
             ``layers``; with ``use_kv_cache`` its forward takes ``kv_cache=``).
-        prompt: Token ids ``(n,)``, ``n >= 1``; only the last ``context_length``
-            are seen.
+        prompt: Token ids ``(n,)``, ``n >= 1``, or a batch ``(B, n)`` of prompts of
+            one length; only the last ``context_length`` ids are seen.
         max_new_tokens: The most tokens to generate, ``>= 1``.
         greedy: Take the most likely token (the sampling settings are ignored).
         temperature: τ > 0 for sampling.
         top_k: Sample among the ``top_k`` most likely tokens.
         top_p: Sample from the nucleus of probability ``top_p``.
-        eos_token_id: Stop after generating this token (it is included).
+        eos_token_id: Stop after generating this token (it is included). In a
+            batch, each row stops at its own; the batch runs until all have.
         generator: CPU generator for the draws (``None``: torch's global one).
         use_kv_cache: Keep keys and values between steps instead of recomputing the
             whole window. The logits are the same (to float rounding). Once the
@@ -128,7 +136,8 @@ def generate(
             afresh, as without the cache.
 
     Returns:
-        The new token ids (without the prompt).
+        The new token ids (without the prompt): a list, or a list per row for a
+        batch of prompts.
 
     Taught on: "Training and generating text".
     """
@@ -136,30 +145,38 @@ def generate(
     ids = _check_generate(prompt, vocab_size, max_new_tokens, greedy, temperature,
                           top_k, top_p, eos_token_id, generator)
     device = next(model.parameters()).device
-    text = ids.to(device)  # (n,) everything so far
+    text = (ids if ids.ndim == 2 else ids[None]).to(device)  # (B, n) so far
     was_training = model.training
     model.eval()
     cache = KVCache(len(model.layers), context) if use_kv_cache else None
-    pending = text[-context:]  # tokens the model has not seen yet
-    new: list[int] = []
+    pending = text[:, -context:]  # tokens the model has not seen yet
+    done = torch.zeros(len(text), dtype=torch.bool)  # rows that produced eos
     for _ in range(max_new_tokens):
         if cache is None:
-            logits = model(text[-context:][None])[0, -1]  # (V,): whole window
+            logits = model(text[:, -context:])[:, -1]  # (B, V): whole window
         else:
-            if cache.seq_len + len(pending) > context:  # window slides: start afresh
-                cache, pending = KVCache(len(model.layers), context), text[-context:]
-            logits = model(pending[None], kv_cache=cache)[0, -1]  # (V,): new only
+            if cache.seq_len + pending.shape[1] > context:  # window slides: afresh
+                cache, pending = KVCache(len(model.layers), context), text[:, -context:]
+            logits = model(pending, kv_cache=cache)[:, -1]  # (B, V): new tokens only
         if greedy:
-            token = int(logits.argmax())
+            tokens = logits.argmax(dim=-1).cpu()  # (B,)
         else:
-            token = sample_next_token(logits, temperature, top_k, top_p, generator)
-        new.append(token)
-        pending = torch.tensor([token], device=device)
-        text = torch.cat((text, pending))
-        if token == eos_token_id:
-            break
+            tokens = _draw(logits, temperature, top_k, top_p, generator)  # (B,)
+        pending = tokens.to(device)[:, None]  # (B, 1)
+        text = torch.cat((text, pending), dim=1)
+        if eos_token_id is not None:
+            done |= tokens == eos_token_id
+            if bool(done.all()):
+                break
     model.train(was_training)
-    return new
+    rows = [_until_eos(row, eos_token_id) for row in text[:, ids.shape[-1]:].tolist()]
+    return rows if ids.ndim == 2 else rows[0]
+
+
+def _until_eos(ids: list[int], eos_token_id: int | None) -> list[int]:
+    if eos_token_id is not None and eos_token_id in ids:
+        return ids[: ids.index(eos_token_id) + 1]
+    return ids
 
 
 def _check_sampling(
@@ -195,13 +212,22 @@ def _check_generate(
     generator: torch.Generator | None,
 ) -> Tensor:
     if not isinstance(prompt, Tensor):
+        rows = prompt if prompt and isinstance(prompt[0], (list, tuple)) else [prompt]
         if not isinstance(prompt, (list, tuple)) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in prompt
+            isinstance(row, (list, tuple)) and all(
+                isinstance(i, int) and not isinstance(i, bool) for i in row)
+            for row in rows
         ):
-            raise TypeError("prompt must be a 1-D tensor or a list of int token ids")
+            raise TypeError("prompt must be a tensor, a list of int token ids or a "
+                            "list of such lists")
+        if len({len(row) for row in rows}) > 1:
+            raise ValueError("prompt rows must have one length, got lengths "
+                             f"{sorted({len(row) for row in rows})}")
         prompt = torch.tensor(prompt, dtype=torch.long)
-    if prompt.ndim != 1:
-        raise ValueError(f"prompt must be 1-D (n,), got shape {tuple(prompt.shape)}")
+    if prompt.ndim not in (1, 2):
+        raise ValueError(
+            f"prompt must be (n,) or (B, n), got shape {tuple(prompt.shape)}"
+        )
     check_token_ids("prompt", prompt, vocab_size)
     check_int("max_new_tokens", max_new_tokens)
     if not isinstance(greedy, bool):

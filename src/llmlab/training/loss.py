@@ -41,7 +41,8 @@ def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     _check_cross_entropy(logits, targets)
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
-    shifted = logits - logits.amax(dim=-1, keepdim=True)  # (..., V), max is 0
+    # the shift is a constant for the loss (no gradient needs to flow through it)
+    shifted = logits - logits.amax(dim=-1, keepdim=True).detach()  # (..., V), max 0
     log_normaliser = shifted.exp().sum(dim=-1).log()  # (...,): log Σ_j e^{o_j - m}
     target_logit = shifted.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (...,)
     return (log_normaliser - target_logit).mean()
