@@ -78,7 +78,7 @@ assert abs(loss - math.log(256)) < 0.5
 #
 # `train` 每一步随机取 16 段、每段 64 个字节，算交叉熵，反向传播，把梯度范数裁到 1，
 # 再让 AdamW 更新一次；学习率先线性预热，再按余弦降到峰值的十分之一。
-# 每 30 步在留出的最后 10% 文本上量一次验证损失。
+# 每 25 步在留出的最后 10% 文本上量一次验证损失。
 
 # %% [markdown] lang="en"
 # ## Training
@@ -86,7 +86,7 @@ assert abs(loss - math.log(256)) < 0.5
 # At every step `train` draws 16 random windows of 64 bytes, computes the
 # cross-entropy, backpropagates, clips the gradient norm to 1 and lets AdamW update
 # the weights; the learning rate warms up linearly, then follows a cosine down to a
-# tenth of its peak. Every 30 steps it measures the validation loss on the held-out
+# tenth of its peak. Every 25 steps it measures the validation loss on the held-out
 # last 10 % of the text.
 
 # %%
@@ -96,10 +96,10 @@ torch.manual_seed(0)
 model = TransformerLM(vocab_size=256, context_length=64, d_model=64, num_layers=2,
                       num_heads=4, d_ff=176)
 optimizer = AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1)
-steps = 150
+steps = 100
 result = train(model, optimizer, train_ids, steps=steps, batch_size=16,
-               val_data=val_ids, eval_every=30, eval_batches=4,
-               lr_schedule=cosine_schedule(1e-2, 1e-3, warmup_iters=15,
+               val_data=val_ids, eval_every=25, eval_batches=4,
+               lr_schedule=cosine_schedule(1e-2, 1e-3, warmup_iters=10,
                                            cosine_cycle_iters=steps),
                max_grad_norm=1.0, seed=0)
 for it, val in zip(result.val_iterations, result.val_losses):

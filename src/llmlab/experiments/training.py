@@ -1068,6 +1068,9 @@ def time_training_throughput(
     ref_opt = torch.optim.AdamW(ref_model.parameters(), lr=settings.max_lr,
                                 betas=settings.betas,
                                 weight_decay=settings.weight_decay)
+    for model, opt, is_ours in ((ours_model, ours_opt, True),
+                                (ref_model, ref_opt, False)):
+        _timed_steps(model, opt, data, settings, 3, is_ours)  # warm-up, not counted
     ours, ref = [], []
     for i in range(repeats):
         ours.append(_timed_steps(ours_model, ours_opt, data, settings, steps, True))
