@@ -315,11 +315,11 @@ def test_get_batch_unknown_device_raises_torchs_error():
     (np.arange(8), 2, 8, ValueError, r"dataset has 8 tokens.*more than context_length"),
     (np.arange(100.0), 2, 4, ValueError, r"dataset must hold integer token ids"),
     (np.arange(100).reshape(10, 10), 2, 4, ValueError, r"dataset must be 1-D"),
-    (list(range(100)), 2, 4, TypeError, r"dataset must be a numpy array"),
+    (list(range(100)), 2, 4, ValueError, r"dataset must be a numpy array"),
     (np.arange(100), 0, 4, ValueError, r"batch_size must be an int >= 1, got 0"),
     (np.arange(100), 2, 0, ValueError, r"context_length must be an int >= 1, got 0"),
-    (np.arange(100), 2.0, 4, TypeError, r"batch_size must be an int"),
-    (np.arange(100), 2, True, TypeError, r"context_length must be an int"),
+    (np.arange(100), 2.0, 4, ValueError, r"batch_size must be an int"),
+    (np.arange(100), 2, True, ValueError, r"context_length must be an int"),
 ])
 def test_get_batch_bad_inputs(dataset, batch_size, context_length, exc, match):
     with pytest.raises(exc, match=match):

@@ -49,11 +49,21 @@ def get_batch(
         ``(inputs, targets)``, int64 ``(batch_size, context_length)`` each, with
         ``targets[b, i] == dataset[start_b + i + 1]``.
 
+    Raises:
+        ValueError: Any bad argument but the device (as CS336's tests expect): a
+            dataset that is not a 1-D integer array or is too short, sizes that are
+            not positive ints.
+        RuntimeError: From torch, for a device that does not exist (a CPU-only
+            build of torch raises ``AssertionError`` for CUDA devices).
+
     Taught on: "Training and generating text".
     """
-    n_tokens = _check_dataset(dataset)
-    check_int("batch_size", batch_size)
-    check_int("context_length", context_length)
+    try:
+        n_tokens = _check_dataset(dataset)
+        check_int("batch_size", batch_size)
+        check_int("context_length", context_length)
+    except TypeError as err:  # CS336's interface: a ValueError for every bad value
+        raise ValueError(str(err)) from None
     if n_tokens <= context_length:
         raise ValueError(
             f"dataset has {n_tokens} tokens; a window needs context_length + 1 = "

@@ -39,6 +39,8 @@ class TrainEvent:
         val_loss: Validation loss, when it was measured after this step.
         tokens_seen: Training tokens processed by this call so far.
         seconds: Wall time of this call so far.
+
+    Taught on: "Training and generating text".
     """
 
     iteration: int
@@ -66,6 +68,8 @@ class TrainResult:
         seconds: Wall time of the call, validation included.
         batch_size: Windows per batch.
         context_length: Tokens per window.
+
+    Taught on: "Training and generating text".
     """
 
     iterations: list[int]
