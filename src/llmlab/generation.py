@@ -141,13 +141,27 @@ def generate(
 
     Taught on: "Training and generating text".
     """
-    vocab_size, context = model.vocab_size, model.context_length
-    ids = _check_generate(prompt, vocab_size, max_new_tokens, greedy, temperature,
+    ids = _check_generate(prompt, model.vocab_size, max_new_tokens, greedy, temperature,
                           top_k, top_p, eos_token_id, generator)
     device = next(model.parameters()).device
     text = (ids if ids.ndim == 2 else ids[None]).to(device)  # (B, n) so far
     was_training = model.training
     model.eval()
+    try:
+        text = _decode(model, text, max_new_tokens, greedy, temperature, top_k, top_p,
+                       eos_token_id, generator, use_kv_cache)
+    finally:
+        model.train(was_training)
+    rows = [_until_eos(row, eos_token_id) for row in text[:, ids.shape[-1]:].tolist()]
+    return rows if ids.ndim == 2 else rows[0]
+
+
+def _decode(model: nn.Module, text: Tensor, max_new_tokens: int, greedy: bool,
+            temperature: float, top_k: int | None, top_p: float | None,
+            eos_token_id: int | None, generator: torch.Generator | None,
+            use_kv_cache: bool) -> Tensor:
+    """The decoding loop of :func:`generate`: ``(B, n)`` -> ``(B, n + new)`` ids."""
+    context, device = model.context_length, text.device
     cache = KVCache(len(model.layers), context) if use_kv_cache else None
     pending = text[:, -context:]  # tokens the model has not seen yet
     done = torch.zeros(len(text), dtype=torch.bool)  # rows that produced eos
@@ -168,9 +182,7 @@ def generate(
             done |= tokens == eos_token_id
             if bool(done.all()):
                 break
-    model.train(was_training)
-    rows = [_until_eos(row, eos_token_id) for row in text[:, ids.shape[-1]:].tolist()]
-    return rows if ids.ndim == 2 else rows[0]
+    return text
 
 
 def _until_eos(ids: list[int], eos_token_id: int | None) -> list[int]:
