@@ -42,7 +42,10 @@ __all__ = [
 
 
 class Merge(NamedTuple):
-    """One merge: the pair of tokens joined, and how often the pair occurred."""
+    """One merge: the pair of tokens joined, and how often the pair occurred.
+
+    Taught on: "Tokenization".
+    """
 
     pair: tuple[bytes, bytes]
     count: int

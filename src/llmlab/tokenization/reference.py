@@ -18,7 +18,10 @@ __all__ = ["require", "tiktoken_encoding"]
 
 
 def require(module: str, why: str) -> Any:
-    """Import ``module`` or raise a ``ModuleNotFoundError`` that says how to get it."""
+    """Import ``module`` or raise a ``ModuleNotFoundError`` that says how to get it.
+
+    Taught on: "Tokenization".
+    """
     import importlib
 
     try:

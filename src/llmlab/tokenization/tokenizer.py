@@ -33,7 +33,7 @@ _PRETOKEN = regex.compile(GPT2_PATTERN)
 # a cut that no pre-token straddles: a whitespace character after a non-space
 _CUT = regex.compile(r"\S(?=\s)", flags=regex.REVERSE)
 _STREAM_CHARS = 2**16  # encode_iterable encodes the text it holds in pieces this big
-_NO_MERGE = (float("inf"), -1)
+_NO_RANK = 2**62  # the rank of a pair that was never merged
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -80,6 +80,17 @@ def _check_vocab(vocab: object) -> dict[int, bytes]:
             f"{len(missing)}, e.g. {bytes(missing[:4])!r}"
         )
     return dict(vocab)
+
+
+def _check_merge(rank: int, pair: tuple, token_ids: dict[bytes, int]) -> None:
+    """Raise the error that ``merges[rank]`` deserves."""
+    if len(pair) != 2 or not all(isinstance(t, bytes) for t in pair):
+        raise TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
+    a, b = pair
+    unknown = [t for t in (a, b, a + b) if t not in token_ids]
+    raise ValueError(
+        f"merges[{rank}] ({a!r}, {b!r}) names tokens missing from vocab: {unknown}"
+    )
 
 
 class Tokenizer:
@@ -129,25 +140,27 @@ class Tokenizer:
             self._special_ids[token] = self._ids[raw]
         self._special = special_token_pattern(self.special_tokens)
 
-        # (left id, right id) -> (rank, merged id)
         if isinstance(merges, (str, bytes)) or not isinstance(merges, Sequence):
             raise TypeError(
                 f"merges must be a list of pairs, got {type(merges).__name__}"
             )
         self.merges = [tuple(m) for m in merges]
-        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        # (left id, right id) -> its rank, and the id of the merged token
+        self._rank: dict[tuple[int, int], int] = {}
+        self._merged: dict[tuple[int, int], int] = {}
+        token_ids = self._ids
         for rank, pair in enumerate(self.merges):
-            if len(pair) != 2 or not all(isinstance(t, bytes) for t in pair):
-                raise TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
-            a, b = pair
-            unknown = [t for t in (a, b, a + b) if t not in self._ids]
-            if unknown:
-                raise ValueError(
-                    f"merges[{rank}] ({a!r}, {b!r}) names tokens missing from "
-                    f"vocab: {unknown}"
-                )
-            ids = (self._ids[a], self._ids[b])
-            self._ranks.setdefault(ids, (rank, self._ids[a + b]))
+            try:
+                a, b = pair
+                left, right, new = token_ids[a], token_ids[b], token_ids[a + b]
+                if type(a) is not bytes or type(b) is not bytes:
+                    raise TypeError
+            except (KeyError, TypeError, ValueError):
+                _check_merge(rank, pair, token_ids)
+                raise  # not reached: _check_merge raises
+            if (left, right) not in self._rank:  # a repeated merge keeps its first rank
+                self._rank[left, right] = rank
+                self._merged[left, right] = new
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]
         self._cache: dict[str, list[int]] = {}
         self._cache_size = cache_size
@@ -157,6 +170,10 @@ class Tokenizer:
             key=len,
             reverse=True,
         )
+
+    def clear_cache(self) -> None:
+        """Forget the cached ids of pre-tokens (their memory; ids do not change)."""
+        self._cache.clear()
 
     @property
     def special_ids(self) -> dict[str, int]:
@@ -191,14 +208,19 @@ class Tokenizer:
         Taught on: "Tokenization".
         """
         decoder = {c: b for b, c in bytes_to_unicode().items()}
+        # one str.translate per token: alphabet characters become the Latin-1
+        # character of their byte; the others an unencodable one (caught below)
+        table = {ord(c): b for c, b in decoder.items()}
+        table.update({b: 0xFFFF for b in range(256) if chr(b) not in decoder})
 
         def to_bytes(token: str, where: str) -> bytes:
             try:
-                return bytes(decoder[c] for c in token)
-            except KeyError as err:
+                return token.translate(table).encode("latin-1")
+            except UnicodeEncodeError:
+                bad = next(c for c in token if c not in decoder)
                 raise ValueError(
                     f"{where}: {token!r} has a character outside GPT-2's byte "
-                    f"alphabet: {err.args[0]!r}"
+                    f"alphabet: {bad!r}"
                 ) from None
 
         text = _read(vocab_path, "vocab_path")
@@ -226,40 +248,50 @@ class Tokenizer:
         for number, line in enumerate(lines, start=1):
             if (number == 1 and line.startswith("#version")) or not line.strip():
                 continue
-            where = f"merges_path ({str(merges_path)!r}) line {number}"
             parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{where}: expected 'left right', got {line!r}")
-            a, b = (to_bytes(p, where) for p in parts)
-            unknown = [p for p, t in zip(parts, (a, b)) if t not in known]
-            if unknown:
+            try:  # the fast path; a bad line is diagnosed below
+                left, right = parts
+                a = left.translate(table).encode("latin-1")
+                b = right.translate(table).encode("latin-1")
+                if not (a and b and a in known and b in known):
+                    raise ValueError
+            except (ValueError, UnicodeEncodeError):
+                where = f"merges_path ({str(merges_path)!r}) line {number}"
+                if len(parts) != 2 or not all(parts):
+                    raise ValueError(
+                        f"{where}: expected 'left right', got {line!r}"
+                    ) from None
+                a, b = (to_bytes(p, where) for p in parts)
+                unknown = [p for p, t in zip(parts, (a, b)) if t not in known]
                 raise ValueError(
                     f"{where}: unknown tokens {unknown} (not in vocab_path)"
-                )
+                ) from None
             merges.append((a, b))
         return cls(vocab, merges, special_tokens, **kwargs)
 
     # -- encoding ---------------------------------------------------------
     def _bpe(self, word: str) -> list[int]:
-        """The ids of one pre-token: its bytes, merged by rank."""
+        """The ids of one pre-token: its bytes, merged by rank.
+
+        Repeatedly merge the adjacent pair that was merged earliest in
+        training, keeping the rank of every adjacent pair in a list so that a
+        merge only looks up the two pairs it creates.
+        """
         ids = [self._byte_ids[b] for b in word.encode("utf-8")]
-        ranks = self._ranks
-        while len(ids) > 1:
-            # the adjacent pair that was merged earliest in training
-            pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, _NO_MERGE))
-            if pair not in ranks:
+        rank, merged = self._rank, self._merged
+        ranks = [rank.get(p, _NO_RANK) for p in zip(ids, ids[1:])]
+        while ranks:
+            best = min(ranks)
+            if best == _NO_RANK:
                 break
-            a, b = pair
-            new = ranks[pair][1]
-            merged, i, n = [], 0, len(ids)
-            while i < n:
-                if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                    merged.append(new)
-                    i += 2
-                else:
-                    merged.append(ids[i])
-                    i += 1
-            ids = merged
+            i = ranks.index(best)  # the leftmost pair of that rank
+            new = merged[ids[i], ids[i + 1]]
+            ids[i : i + 2] = [new]
+            del ranks[i]
+            if i > 0:
+                ranks[i - 1] = rank.get((ids[i - 1], new), _NO_RANK)
+            if i < len(ranks):
+                ranks[i] = rank.get((new, ids[i + 1]), _NO_RANK)
         return ids
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
@@ -293,12 +325,16 @@ class Tokenizer:
 
         Raises:
             TypeError: ``text`` is not a ``str``.
+            ValueError: ``text`` holds a lone surrogate (no UTF-8 encoding).
 
         Taught on: "Tokenization".
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self._encode(text)
+        try:
+            return self._encode(text)
+        except UnicodeEncodeError as err:
+            raise _surrogate_error("text", err) from None
 
     def _safe_cut(self, text: str) -> int:
         """An index ``i`` such that ``text[:i]`` encodes the same whatever follows."""
@@ -348,10 +384,16 @@ class Tokenizer:
                 continue
             cut = self._safe_cut(held)
             if cut:
-                yield from self._encode(held[:cut])
+                yield from self._encode_checked(held[:cut])
                 held = held[cut:]
         if held:
-            yield from self._encode(held)
+            yield from self._encode_checked(held)
+
+    def _encode_checked(self, text: str) -> list[int]:
+        try:
+            return self._encode(text)
+        except UnicodeEncodeError as err:
+            raise _surrogate_error("iterable", err) from None
 
     # -- decoding ---------------------------------------------------------
     def decode(self, ids: Iterable[int]) -> str:
@@ -385,6 +427,14 @@ class Tokenizer:
                         f"(ids 0..{self.vocab_size - 1})"
                     )
         return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def _surrogate_error(name: str, err: UnicodeEncodeError) -> ValueError:
+    char = err.object[err.start]
+    return ValueError(
+        f"{name} holds a lone surrogate ({char!r}), which has no UTF-8 encoding; "
+        "expected text that str.encode('utf-8') accepts"
+    )
 
 
 def _read(path: object, name: str) -> str:
