@@ -18,12 +18,14 @@ from torch import Tensor, nn
 
 from llmlab.feed_forward import SwiGLU, swiglu_hidden_dim
 from llmlab.functional import causal_mask, scaled_dot_product_attention
+from llmlab.kv_cache import KVCache, LayerKVCache
 from llmlab.layers import Embedding, Linear
 from llmlab.norm import RMSNorm
 from llmlab.position import RotaryPositionalEmbedding
 
 __all__ = [
     "CS336_TINYSTORIES",
+    "KVCache",
     "LLAMA2_7B",
     "LLAMA_TOY",
     "LlamaConfig",
@@ -80,11 +82,18 @@ class MultiHeadSelfAttention(nn.Module):
                 theta, self.d_head, max_seq_len, device=device
             )
 
-    def forward(self, x: Tensor, token_positions: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        token_positions: Tensor | None = None,
+        kv_cache: LayerKVCache | None = None,
+    ) -> Tensor:
         """``(..., seq_len, d_model)`` -> same shape.
 
         ``token_positions`` ``(..., seq_len)`` defaults to ``0..seq_len-1``; it only
-        matters with RoPE.
+        matters with RoPE. With ``kv_cache``, ``x`` continues the cached tokens:
+        positions count on from ``kv_cache.seq_len``, the new keys and values are
+        appended, and the queries attend to all of them.
         """
         if x.ndim < 2:
             raise ValueError(f"x must be (..., seq_len, d_model), got {tuple(x.shape)}")
@@ -96,14 +105,19 @@ class MultiHeadSelfAttention(nn.Module):
         k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
         v = rearrange(self.v_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
         # rotate queries and keys by their positions (values are not rotated)
+        past = 0 if kv_cache is None else kv_cache.seq_len  # tokens already cached
         if self.rope is not None:
             if token_positions is None:
-                token_positions = torch.arange(seq_len, device=x.device)
+                token_positions = torch.arange(past, past + seq_len, device=x.device)
             positions = token_positions.unsqueeze(-2)  # (..., 1, T): same for each head
             q = self.rope(q, positions)  # (..., h, T, d_head)
             k = self.rope(k, positions)  # (..., h, T, d_head)
         # causal attention per head, then merge heads and mix them
         mask = causal_mask(seq_len, device=x.device)  # (T, T), True = may attend
+        if kv_cache is not None:  # the cached keys come first; all are visible
+            k, v = kv_cache.update(k, v)  # (..., h, past+T, d_head)
+            mask = torch.ones(seq_len, past + seq_len, dtype=torch.bool,
+                              device=x.device).tril(past)  # (T, past+T)
         out = scaled_dot_product_attention(q, k, v, mask)  # (..., h, T, d_head)
         out = rearrange(out, "... h t d -> ... t (h d)")  # (..., T, d_model)
         return self.output_proj(out)
@@ -144,9 +158,14 @@ class TransformerBlock(nn.Module):
         self.ln2 = RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
         self.ffn = SwiGLU(d_model, d_ff, device=device, dtype=dtype)
 
-    def forward(self, x: Tensor, token_positions: Tensor | None = None) -> Tensor:
-        """``(..., seq_len, d_model)`` -> same shape."""
-        x = x + self.attn(self.ln1(x), token_positions)  # mix across positions
+    def forward(
+        self,
+        x: Tensor,
+        token_positions: Tensor | None = None,
+        kv_cache: LayerKVCache | None = None,
+    ) -> Tensor:
+        """``(..., seq_len, d_model)`` -> same shape (``kv_cache``: as in attention)."""
+        x = x + self.attn(self.ln1(x), token_positions, kv_cache)  # mix positions
         return x + self.ffn(self.ln2(x))  # transform each position
 
 
@@ -204,8 +223,13 @@ class TransformerLM(nn.Module):
         """Build from a :class:`LlamaConfig`."""
         return cls(**dataclasses.asdict(config), device=device, dtype=dtype)
 
-    def forward(self, in_indices: Tensor) -> Tensor:
-        """Integer ``(..., seq_len)`` -> logits ``(..., seq_len, vocab_size)``."""
+    def forward(self, in_indices: Tensor, kv_cache: KVCache | None = None) -> Tensor:
+        """Integer ``(..., seq_len)`` -> logits ``(..., seq_len, vocab_size)``.
+
+        With ``kv_cache`` (``KVCache(num_layers, context_length)``), ``in_indices``
+        continues the cached tokens: only the new positions are computed, and the
+        cache grows by ``seq_len``, to at most ``context_length``.
+        """
         seq_len = in_indices.shape[-1] if in_indices.ndim else 0
         if in_indices.ndim == 0 or not 1 <= seq_len <= self.context_length:
             raise ValueError(
@@ -217,11 +241,30 @@ class TransformerLM(nn.Module):
             raise ValueError(
                 f"in_indices must hold integer token ids, got dtype {in_indices.dtype}"
             )
+        past = 0 if kv_cache is None else _check_kv_cache(self, kv_cache, seq_len)
         x = self.token_embeddings(in_indices)  # (..., T, d_model)
-        positions = torch.arange(seq_len, device=in_indices.device)  # (T,)
-        for layer in self.layers:
-            x = layer(x, positions)  # (..., T, d_model)
+        positions = torch.arange(past, past + seq_len, device=in_indices.device)  # (T,)
+        caches = [None] * len(self.layers) if kv_cache is None else kv_cache.layers
+        for layer, cache in zip(self.layers, caches):
+            x = layer(x, positions, cache)  # (..., T, d_model)
         return self.lm_head(self.ln_final(x))  # (..., T, vocab_size)
+
+
+def _check_kv_cache(model: TransformerLM, kv_cache: KVCache, seq_len: int) -> int:
+    """Tokens already in ``kv_cache``, after checking that ``seq_len`` more fit."""
+    if not isinstance(kv_cache, KVCache):
+        raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
+    if len(kv_cache.layers) != len(model.layers):
+        raise ValueError(
+            f"kv_cache has {len(kv_cache.layers)} layers; the model has "
+            f"{len(model.layers)}"
+        )
+    if kv_cache.seq_len + seq_len > model.context_length:
+        raise ValueError(
+            f"kv_cache holds {kv_cache.seq_len} tokens; {seq_len} more would exceed "
+            f"context_length ({model.context_length})"
+        )
+    return kv_cache.seq_len
 
 
 def llama_parameter_count(

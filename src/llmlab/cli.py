@@ -1,0 +1,542 @@
+"""Console commands: ``llmlab-train`` and ``llmlab-generate``.
+
+``llmlab-train --data FILE --steps N --out DIR`` trains a Llama-style model on any
+UTF-8 text file and writes ``DIR/checkpoint.pt``, ``DIR/config.json`` (model,
+tokenizer and training settings), ``DIR/metrics.json`` (the loss curves) and, for a
+BPE tokenizer, ``DIR/tokenizer.json``. ``llmlab-generate --checkpoint DIR --prompt
+TEXT`` continues a prompt with it. Bad input gets a one-line error on stderr and
+exit code 2.
+
+This module is the program, so it writes to stdout and stderr (through
+:func:`_out` and :func:`_err`); the library it calls never prints.
+
+Taught on: "Training and generating text".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = ["CliError", "generate_main", "main", "train_main"]
+
+CHECKPOINT, CONFIG, METRICS, TOKENIZER = (
+    "checkpoint.pt", "config.json", "metrics.json", "tokenizer.json"
+)
+EOS = "<|endoftext|>"
+DEVICES = ("cpu", "cuda", "mps")
+
+# model settings: flag -> (LlamaConfig field, default for a new run)
+MODEL_FLAGS = {
+    "context_length": ("context_length", 128),
+    "d_model": ("d_model", 128),
+    "num_layers": ("num_layers", 4),
+    "num_heads": ("num_heads", 4),
+    "d_ff": ("d_ff", None),  # None: SwiGLU's 8/3 · d_model, rounded up to 16
+    "vocab_size": ("vocab_size", 256),
+}
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+class CliError(Exception):
+    """Bad input: reported as one line on stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage block) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not 0 < value < math.inf:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
+
+
+def _run(prog: str, body, argv: Sequence[str] | None) -> int:
+    """Run ``body(argv)``; report bad input on one line and return its exit code."""
+    try:
+        return body(argv)
+    except CliError as err:
+        _err(f"{prog}: error: {err}")
+        return 2
+    except KeyboardInterrupt:
+        _err(f"{prog}: interrupted")
+        return 130
+
+
+# --- llmlab-train -------------------------------------------------------------------
+
+
+def _train_parser() -> _Parser:
+    p = _Parser(
+        prog="llmlab-train",
+        description="Train a small Llama-style language model on a UTF-8 text file.",
+    )
+    p.add_argument("--data", required=True, type=Path, help="UTF-8 text file")
+    p.add_argument("--steps", required=True, type=_positive_int,
+                   help="total optimiser steps; a resumed run continues up to it, "
+                   "on the schedule of its first run (past that, at the floor rate)")
+    p.add_argument("--out", required=True, type=Path, help="checkpoint folder")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the checkpoint in --out")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite a checkpoint already in --out")
+    p.add_argument("--device", default="cpu", choices=DEVICES)
+    p.add_argument("--context-length", type=_positive_int, help="default 128")
+    p.add_argument("--vocab-size", type=_positive_int,
+                   help="256: byte-level (default); more: BPE trained on --data")
+    p.add_argument("--d-model", type=_positive_int, help="default 128")
+    p.add_argument("--num-layers", type=_positive_int, help="default 4")
+    p.add_argument("--num-heads", type=_positive_int, help="default 4")
+    p.add_argument("--d-ff", type=_positive_int, help="default about 8/3 d_model")
+    p.add_argument("--batch-size", type=_positive_int, default=16)
+    p.add_argument("--lr", type=_positive_float, default=3e-3,
+                   help="peak learning rate; warm-up, then cosine to a tenth of it "
+                   "at --steps (a resumed run keeps its schedule)")
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--max-grad-norm", type=_positive_float, default=1.0)
+    p.add_argument("--eval-every", type=_positive_int, default=100,
+                   help="validate (and save a checkpoint) every this many steps")
+    p.add_argument("--eval-batches", type=_positive_int, default=8)
+    p.add_argument("--validation-fraction", type=_fraction, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def _read_text(path: Path) -> str:
+    if not path.exists():
+        raise CliError(f"--data {path} does not exist")
+    if not path.is_file():
+        raise CliError(f"--data {path} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise CliError(f"--data {path} is not UTF-8 text ({err.reason} at byte "
+                       f"{err.start})") from None
+    except OSError as err:
+        raise CliError(f"--data {path} cannot be read: {err.strerror}") from None
+    if not text:
+        raise CliError(f"--data {path} is empty")
+    return text
+
+
+def _check_device(name: str) -> str:
+    import torch
+
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available(),
+        "mps": getattr(torch.backends, "mps", None) is not None
+        and torch.backends.mps.is_available(),
+    }
+    if not available[name]:
+        raise CliError(f"--device {name} is not available on this machine "
+                       "(try --device cpu)")
+    return name
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    out: Path = args.out
+    if args.resume and args.force:
+        raise CliError("--resume and --force exclude each other")
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} exists and is not a folder")
+    has_checkpoint = (out / CHECKPOINT).exists()
+    if args.resume and not has_checkpoint:
+        raise CliError(f"--resume: there is no {CHECKPOINT} in {out}")
+    if has_checkpoint and not (args.resume or args.force):
+        raise CliError(f"{out} already holds a checkpoint; pass --resume to continue "
+                       "it or --force to overwrite it")
+
+
+def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, int]:
+    """The model's LlamaConfig fields: the saved ones on resume, else flags/defaults."""
+    given = {flag: getattr(args, flag) for flag in MODEL_FLAGS}
+    if saved is not None:
+        for flag, value in given.items():
+            field = MODEL_FLAGS[flag][0]
+            if value is not None and value != saved[field]:
+                option = "--" + flag.replace("_", "-")
+                raise CliError(
+                    f"the checkpoint in {args.out} has {option} {saved[field]}, "
+                    f"not {value}: it is of another configuration"
+                )
+        return dict(saved)
+    settings = {MODEL_FLAGS[f][0]: (v if v is not None else MODEL_FLAGS[f][1])
+                for f, v in given.items()}
+    if settings["d_ff"] is None:
+        settings["d_ff"] = 16 * math.ceil(8 * settings["d_model"] / 3 / 16)
+    if settings["vocab_size"] < 256:
+        raise CliError(f"--vocab-size must be at least 256 (the bytes), got "
+                       f"{settings['vocab_size']}")
+    if settings["d_model"] % settings["num_heads"]:
+        raise CliError(f"--d-model ({settings['d_model']}) must be divisible by "
+                       f"--num-heads ({settings['num_heads']})")
+    if (settings["d_model"] // settings["num_heads"]) % 2:
+        d_head = settings["d_model"] // settings["num_heads"]
+        raise CliError(f"--d-model / --num-heads ({d_head}) must be even (RoPE "
+                       "rotates pairs)")
+    settings["rope_theta"] = 10_000.0
+    return settings
+
+
+# tokenizers ------------------------------------------------------------------------
+
+
+def _new_tokenizer(data: Path, vocab_size: int) -> tuple[Any, dict]:
+    """A tokenizer for ``data`` and its description for config.json."""
+    from llmlab.training import ByteTokenizer
+
+    if vocab_size == 256:
+        return ByteTokenizer(), {"kind": "bytes", "special_tokens": []}
+    try:
+        from llmlab.tokenization import Tokenizer, train_bpe
+    except ImportError:
+        raise CliError("--vocab-size above 256 needs llmlab.tokenization (BPE), "
+                       "which this installation lacks; use --vocab-size 256") from None
+    try:
+        vocab, merges = train_bpe(data, vocab_size, [EOS])
+    except ValueError as err:
+        raise CliError(f"training the BPE tokenizer failed: {err}") from None
+    return Tokenizer(vocab, merges, [EOS]), {"kind": "bpe", "special_tokens": [EOS]}
+
+
+def _save_tokenizer(tokenizer: Any, path: Path) -> None:
+    blob = {
+        "vocab": {str(i): token.hex() for i, token in sorted(tokenizer.vocab.items())},
+        "merges": [[a.hex(), b.hex()] for a, b in tokenizer.merges],
+        "special_tokens": list(tokenizer.special_tokens),
+    }
+    _write_json(path, blob)
+
+
+def _load_tokenizer(folder: Path, described: dict) -> Any:
+    from llmlab.training import ByteTokenizer
+
+    if described.get("kind") == "bytes":
+        return ByteTokenizer()
+    if described.get("kind") != "bpe":
+        raise CliError(f"{folder / CONFIG} names an unknown tokenizer {described!r}")
+    try:
+        from llmlab.tokenization import Tokenizer
+    except ImportError:
+        raise CliError("this checkpoint uses a BPE tokenizer, which needs "
+                       "llmlab.tokenization; this installation lacks it") from None
+    blob = _read_json(folder / TOKENIZER)
+    try:
+        vocab = {int(i): bytes.fromhex(h) for i, h in blob["vocab"].items()}
+        merges = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in blob["merges"]]
+        return Tokenizer(vocab, merges, blob["special_tokens"])
+    except (KeyError, ValueError, TypeError) as err:
+        raise CliError(
+            f"{folder / TOKENIZER} is not a tokenizer file ({err})"
+        ) from None
+
+
+def _encode(tokenizer: Any, text: str):
+    import numpy as np
+
+    ids = tokenizer.encode(text)
+    dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.int32
+    return np.asarray(ids, dtype=dtype)
+
+
+def _write_json(path: Path, blob: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(blob, indent=1, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(f"{path} is missing") from None
+    except (OSError, ValueError) as err:
+        raise CliError(f"{path} cannot be read as JSON ({err})") from None
+
+
+def _train(argv: Sequence[str] | None) -> int:
+    args = _train_parser().parse_args(argv)
+    text = _read_text(args.data)
+    _check_out(args)
+    device = _check_device(args.device)
+    saved = _read_json(args.out / CONFIG) if args.resume else None
+    settings = _model_settings(args, saved["model"] if saved else None)
+
+    import torch
+
+    from llmlab.models.llama import LlamaConfig, TransformerLM
+    from llmlab.training import (
+        AdamW,
+        TrainEvent,
+        cosine_schedule,
+        load_checkpoint,
+        save_checkpoint,
+        split_tokens,
+        train,
+    )
+
+    if saved is not None:
+        described = saved["tokenizer"]
+        tokenizer = _load_tokenizer(args.out, described)
+    else:
+        tokenizer, described = _new_tokenizer(args.data, settings["vocab_size"])
+    ids = _encode(tokenizer, text)
+    context = settings["context_length"]
+    try:
+        train_ids, val_ids = split_tokens(ids, args.validation_fraction)
+    except ValueError:
+        train_ids = val_ids = ids[:0]
+    if min(len(train_ids), len(val_ids)) <= context:
+        raise CliError(
+            f"--data {args.data} is {len(ids)} tokens: too short for --context-length "
+            f"{context} (both the training split and the held-out "
+            f"{args.validation_fraction:g} need more than {context} tokens)"
+        )
+    config = LlamaConfig(**settings)
+    torch.manual_seed(args.seed)
+    model = TransformerLM.from_config(config, device=device)
+    optimizer = AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95),
+                      weight_decay=args.weight_decay)
+    generator = torch.Generator().manual_seed(args.seed)
+    done = 0
+    if saved is not None:
+        try:
+            done = load_checkpoint(args.out / CHECKPOINT, model, optimizer,
+                                   generator=generator, map_location=device)
+        except (RuntimeError, KeyError, ValueError) as err:
+            first = str(err).strip().splitlines()[0]
+            raise CliError(f"{args.out / CHECKPOINT} does not fit its {CONFIG} "
+                           f"(another configuration?): {first}") from None
+        if done >= args.steps:
+            raise CliError(f"the checkpoint in {args.out} has done {done} steps; "
+                           f"pass --steps above {done} to continue it")
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {
+        "llmlab_version": _version(),
+        "model": settings,
+        "tokenizer": described,
+        "eos_token_id": tokenizer.special_ids.get(EOS) if described["kind"] == "bpe"
+        else None,
+        "training": {
+            "data": str(args.data), "steps": args.steps, "batch_size": args.batch_size,
+            "schedule": saved["training"]["schedule"] if saved is not None else {
+                "max_learning_rate": args.lr, "min_learning_rate": args.lr / 10,
+                "warmup_iters": min(100, args.steps // 10),
+                "cosine_cycle_iters": args.steps,
+            },
+            "weight_decay": args.weight_decay, "max_grad_norm": args.max_grad_norm,
+            "validation_fraction": args.validation_fraction, "seed": args.seed,
+            "train_tokens": len(train_ids), "val_tokens": len(val_ids),
+        },
+    }
+    schedule = cosine_schedule(**record["training"]["schedule"])
+    metrics = (_read_json(args.out / METRICS) if saved is not None
+               and (args.out / METRICS).exists() else
+               {"iterations": [], "losses": [], "val_iterations": [], "val_losses": []})
+    if described["kind"] == "bpe" and saved is None:
+        _save_tokenizer(tokenizer, args.out / TOKENIZER)
+
+    def checkpoint(iteration: int) -> None:
+        path = args.out / CHECKPOINT
+        tmp = path.with_suffix(".pt.tmp")
+        record["iteration"] = iteration
+        save_checkpoint(model, optimizer, iteration, tmp, generator=generator,
+                        extra={"config": json.dumps(record)})
+        os.replace(tmp, path)
+        _write_json(args.out / CONFIG, record)
+        _write_json(args.out / METRICS, metrics)
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=args.steps, initial=done, unit="step", desc="llmlab-train",
+               dynamic_ncols=True, disable=None)
+    last_val: list[float] = []
+
+    def progress(event: TrainEvent) -> None:
+        metrics["iterations"].append(event.iteration)
+        metrics["losses"].append(event.loss)
+        if event.val_loss is not None:
+            metrics["val_iterations"].append(event.iteration)
+            metrics["val_losses"].append(event.val_loss)
+            last_val[:] = [event.val_loss]
+            checkpoint(event.iteration)
+        bar.set_postfix(loss=f"{event.loss:.3f}",
+                        val=f"{last_val[0]:.3f}" if last_val else "-", refresh=False)
+        bar.update(1)
+
+    _err(f"llmlab-train: {len(train_ids):,} training and {len(val_ids):,} "
+         f"validation tokens ({described['kind']}), "
+         f"{sum(p.numel() for p in model.parameters()):,} parameters, "
+         f"steps {done + 1}..{args.steps} on {device}")
+    try:
+        train(model, optimizer, train_ids, steps=args.steps - done,
+              batch_size=args.batch_size, context_length=context, val_data=val_ids,
+              eval_every=args.eval_every, eval_batches=args.eval_batches,
+              lr_schedule=schedule, max_grad_norm=args.max_grad_norm,
+              generator=generator, start_iteration=done, device=device,
+              callback=progress)
+    finally:
+        bar.close()
+    path = args.out / CHECKPOINT
+    _out(f"checkpoint: {path} (step {args.steps}, validation loss "
+         f"{last_val[0]:.4f})")
+    _out(f"try: llmlab-generate --checkpoint {args.out} --prompt "
+         f"{_example_prompt(text)!r}")
+    return 0
+
+
+def _example_prompt(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:2]) if words else "Hello"
+
+
+def _version() -> str:
+    from llmlab import __version__
+
+    return __version__
+
+
+# --- llmlab-generate ----------------------------------------------------------------
+
+
+def _generate_parser() -> _Parser:
+    p = _Parser(prog="llmlab-generate",
+                description="Continue a prompt with a model trained by llmlab-train.")
+    p.add_argument("--checkpoint", required=True, type=Path,
+                   help="folder written by llmlab-train (or its checkpoint.pt)")
+    p.add_argument("--prompt", required=True, help="text to continue")
+    p.add_argument("--max-new-tokens", type=_positive_int, default=200)
+    p.add_argument("--temperature", type=_positive_float, default=0.8)
+    p.add_argument("--top-k", type=_positive_int)
+    p.add_argument("--top-p", type=_fraction)
+    p.add_argument("--greedy", action="store_true",
+                   help="always take the most likely token")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=DEVICES)
+    p.add_argument("--no-kv-cache", action="store_true",
+                   help="recompute the whole text at every step")
+    return p
+
+
+def _generate(argv: Sequence[str] | None) -> int:
+    args = _generate_parser().parse_args(argv)
+    folder: Path = args.checkpoint
+    if folder.is_file():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CliError(f"--checkpoint {args.checkpoint} does not exist")
+    if not (folder / CHECKPOINT).is_file():
+        raise CliError(f"--checkpoint {folder} holds no {CHECKPOINT}")
+    if not args.prompt:
+        raise CliError("--prompt is empty; give some text to continue")
+    device = _check_device(args.device)
+    record = _read_json(folder / CONFIG)
+
+    import torch
+
+    from llmlab.generation import generate
+    from llmlab.models.llama import LlamaConfig, TransformerLM
+    from llmlab.training import load_checkpoint
+
+    try:
+        config = LlamaConfig(**record["model"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise CliError(f"{folder / CONFIG} does not describe a model ({err})") from None
+    tokenizer = _load_tokenizer(folder, record.get("tokenizer", {}))
+    model = TransformerLM.from_config(config, device=device)
+    try:
+        load_checkpoint(folder / CHECKPOINT, model, None, map_location=device)
+    except (RuntimeError, KeyError, ValueError) as err:
+        first = str(err).strip().splitlines()[0]
+        raise CliError(f"{folder / CHECKPOINT} does not fit its {CONFIG} (another "
+                       f"configuration?): {first}") from None
+    ids = tokenizer.encode(args.prompt)
+    if tokenizer.vocab_size > config.vocab_size or max(ids) >= config.vocab_size:
+        raise CliError(f"the tokenizer in {folder} does not fit the model's "
+                       f"vocab_size ({config.vocab_size})")
+    try:
+        new = generate(model, ids, args.max_new_tokens, greedy=args.greedy,
+                       temperature=args.temperature, top_k=args.top_k,
+                       top_p=args.top_p, eos_token_id=record.get("eos_token_id"),
+                       generator=torch.Generator().manual_seed(args.seed),
+                       use_kv_cache=not args.no_kv_cache)
+    except (TypeError, ValueError) as err:
+        raise CliError(str(err)) from None
+    sys.stdout.write(args.prompt + tokenizer.decode(new) + "\n")
+    return 0
+
+
+# --- entry points -------------------------------------------------------------------
+
+
+def train_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``llmlab-train``; returns the exit code.
+
+    Taught on: "Training and generating text".
+    """
+    return _run("llmlab-train", _train, argv)
+
+
+def generate_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``llmlab-generate``; returns the exit code.
+
+    Taught on: "Training and generating text".
+    """
+    return _run("llmlab-generate", _generate, argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m llmlab.cli train|generate ...``: the two commands in one.
+
+    Taught on: "Training and generating text".
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"train": train_main, "generate": generate_main}
+    if not argv or argv[0] not in commands:
+        _err("usage: python -m llmlab.cli {train,generate} ...")
+        return 2
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

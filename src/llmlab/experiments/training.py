@@ -1,0 +1,1148 @@
+"""Experiments for the lecture on training a language model and generating text.
+
+Each ``run_*`` is seeded, CPU-only, cached, and returns a dataclass of plain data
+(numbers, lists, strings; a trained model as its ``state_dict``); the page's
+renderers turn it into tables and figures. Every setting is stored in the result so
+that the page can print it.
+
+* :func:`run_loss_at_init`: an untrained model's loss is about ``ln(vocab_size)``;
+  the naive ``log(softmax)`` overflows where ours does not.
+* :func:`run_adamw_check`, :func:`run_lr_schedule`, :func:`run_gradient_clipping`:
+  our AdamW, schedule and clipping against PyTorch's.
+* :func:`run_training_run`: a tiny Llama-style model trained on English
+  (Shakespeare) or Chinese (Tang poems): loss curves, samples, FLOPs.
+* :func:`run_sampling`: one prompt under each decoding rule.
+* :func:`run_kv_cache_check`: the cache changes no logit; its memory by formula.
+* :func:`run_checkpoint_resume`: a resumed run equals the uninterrupted one.
+
+``time_*`` functions measure speed; they are not cached (the numbers belong to the
+machine they ran on, which they report).
+
+Taught on: "Training and generating text".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from llmlab.cache import cached
+from llmlab.feed_forward import swiglu_hidden_dim
+from llmlab.functional import softmax
+from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
+from llmlab.kv_cache import KVCache
+from llmlab.models.llama import LLAMA2_7B, TransformerLM
+from llmlab.training import (
+    AdamW,
+    ByteTokenizer,
+    TrainEvent,
+    cosine_schedule,
+    cross_entropy,
+    get_batch,
+    get_lr_cosine_schedule,
+    gradient_clipping,
+    load_checkpoint,
+    perplexity,
+    save_checkpoint,
+    split_tokens,
+    train,
+)
+
+__all__ = [
+    "CORPORA",
+    "AdamWCheckResult",
+    "CheckpointResumeResult",
+    "GenerationTiming",
+    "GradientClippingResult",
+    "KVCacheCheckResult",
+    "LossAtInitResult",
+    "LrScheduleResult",
+    "Sample",
+    "SamplingResult",
+    "ThroughputTiming",
+    "TinyLMSettings",
+    "TorchReferenceLM",
+    "TrainingRunResult",
+    "corpus_text",
+    "machine_description",
+    "poem_line_has_shape",
+    "poem_shape_share",
+    "run_adamw_check",
+    "run_checkpoint_resume",
+    "run_gradient_clipping",
+    "run_kv_cache_check",
+    "run_loss_at_init",
+    "run_lr_schedule",
+    "run_sampling",
+    "run_training_run",
+    "time_generation",
+    "time_training_throughput",
+]
+
+CORPORA: tuple[str, ...] = ("shakespeare", "tang")
+"""The corpora of :func:`run_training_run`: tiny Shakespeare, the Tang poems."""
+
+PROMPTS: dict[str, str] = {"shakespeare": "ROMEO:\n"}
+"""Prompts for the samples (the Tang prompt is a held-out poem's first line)."""
+
+CORPUS_STEPS: dict[str, int] = {"shakespeare": 100, "tang": 160}
+"""Default steps of :func:`run_training_run`: the poems' line shape needs more."""
+
+CORPUS_SAMPLE_ROWS: dict[str, tuple[int, int, int]] = {
+    "shakespeare": (1, 1, 1),
+    "tang": (4, 4, 8),
+}
+"""Default texts sampled at the start, middle and end (more to count lines)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TinyLMSettings:
+    """The model and optimisation settings of a lecture run (printed on the page).
+
+    Attributes:
+        vocab_size: Token ids (256: byte-level).
+        context_length: Tokens per training window.
+        d_model: Width.
+        num_layers: Blocks.
+        num_heads: Attention heads.
+        d_ff: SwiGLU hidden size.
+        batch_size: Windows per step.
+        steps: Optimiser steps.
+        max_lr: Peak learning rate (after warm-up).
+        min_lr: Floor of the cosine schedule.
+        warmup_iters: Linear warm-up steps.
+        weight_decay: AdamW's λ.
+        betas: AdamW's (β₁, β₂).
+        max_grad_norm: Global gradient-norm clip.
+    """
+
+    vocab_size: int = 256
+    context_length: int = 64
+    d_model: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    d_ff: int = 176
+    batch_size: int = 16
+    steps: int = 150
+    max_lr: float = 1e-2
+    min_lr: float = 1e-3
+    warmup_iters: int = 15
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    max_grad_norm: float = 1.0
+
+    def model(self) -> TransformerLM:
+        """A freshly initialised model of these settings (seed it first)."""
+        return TransformerLM(self.vocab_size, self.context_length, self.d_model,
+                             self.num_layers, self.num_heads, self.d_ff)
+
+    def optimizer(self, model: nn.Module) -> AdamW:
+        """Our AdamW over ``model``'s parameters, with these settings."""
+        return AdamW(model.parameters(), lr=self.max_lr, betas=self.betas,
+                     weight_decay=self.weight_decay)
+
+    def schedule(self) -> Callable[[int], float]:
+        """Warm-up then cosine decay to ``min_lr`` at the last step."""
+        return cosine_schedule(self.max_lr, self.min_lr, self.warmup_iters, self.steps)
+
+
+def _settings(**overrides: object) -> TinyLMSettings:
+    fields = {f.name for f in dataclasses.fields(TinyLMSettings)}
+    return TinyLMSettings(**{k: v for k, v in overrides.items() if k in fields})
+
+
+# --- corpora and the poem-shape measure -------------------------------------------
+
+
+def corpus_text(corpus: str) -> str:
+    """The whole text of ``corpus`` (one of :data:`CORPORA`).
+
+    ``"tang"`` is the 全唐诗 poems, each its lines joined by ``"\\n"``, separated by
+    an empty line.
+    """
+    from llmlab import data
+
+    if corpus == "shakespeare":
+        return data.shakespeare()
+    if corpus == "tang":
+        return "\n\n".join(data.tang_poems())
+    raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
+
+
+_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
+_POEM_LINE = re.compile(
+    rf"(?:{_HAN}{{5}}[，？！]{_HAN}{{5}}|{_HAN}{{7}}[，？！]{_HAN}{{7}})[。？！]"
+)
+
+
+def poem_line_has_shape(line: str) -> bool:
+    """Whether ``line`` is a regular couplet line of 五言 or 七言 verse.
+
+    That is: ``n`` Chinese characters, a comma (``，``, or ``？``/``！``), ``n`` more
+    characters and a full stop (``。``, or ``？``/``！``), with ``n = 5`` or ``n = 7``
+    for both halves and nothing else on the line. ``"秦川雄帝宅，函谷壯皇居。"``
+    has the shape; ``"伊我軒宮，奇樹青葱。"`` (4 + 4) does not.
+    """
+    return _POEM_LINE.fullmatch(line) is not None
+
+
+def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
+    """``(shaped, lines)``: how many non-empty lines of ``text`` have the shape.
+
+    Lines are the pieces between ``"\\n"``; empty ones (between poems) are not
+    counted, nor (with ``drop_last``) the last piece, which a length limit may
+    have cut short. See :func:`poem_line_has_shape`.
+    """
+    pieces = text.split("\n")
+    if drop_last:
+        pieces = pieces[:-1]
+    lines = [p for p in pieces if p]
+    return sum(poem_line_has_shape(p) for p in lines), len(lines)
+
+
+def _tokens(corpus: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """Byte-level ``(train, validation, prompt)`` for ``corpus``."""
+    ids = np.frombuffer(corpus_text(corpus).encode("utf-8"), dtype=np.uint8)
+    train_ids, val_ids = split_tokens(ids, 0.1)
+    if corpus in PROMPTS:
+        prompt = PROMPTS[corpus]
+    else:  # the first whole line of the held-out text
+        held_out = bytes(val_ids[:400]).decode("utf-8", errors="ignore")
+        prompt = next(l for l in held_out.split("\n")[1:] if l) + "\n"
+    return train_ids, val_ids, prompt
+
+
+# --- (1) the loss of an untrained model --------------------------------------------
+
+
+@dataclasses.dataclass
+class LossAtInitResult:
+    """Cross-entropy of untrained models against ``ln(vocab_size)``.
+
+    Attributes:
+        vocab_sizes: Vocabulary size of each untrained model.
+        losses: Its mean cross-entropy on random token ids (nats).
+        perplexities: ``exp(loss)``.
+        log_vocab: ``ln(vocab_size)``, the loss of a uniform guess.
+        torch_losses: ``F.cross_entropy`` on the same logits.
+        big_logits: A row of logits with a huge spread.
+        naive_loss: ``-log(softmax(big_logits))[target]``: ``inf``.
+        stable_loss: :func:`cross_entropy` of the same: finite.
+        target: The target of that row.
+        d_model, num_layers, context_length, batch_size: Model and batch settings.
+    """
+
+    vocab_sizes: list[int]
+    losses: list[float]
+    perplexities: list[float]
+    log_vocab: list[float]
+    torch_losses: list[float]
+    big_logits: list[float]
+    naive_loss: float
+    stable_loss: float
+    target: int
+    d_model: int
+    num_layers: int
+    context_length: int
+    batch_size: int
+
+
+@cached
+def run_loss_at_init(
+    vocab_sizes: tuple[int, ...] = (256, 1024, 4096),
+    d_model: int = 64,
+    num_layers: int = 2,
+    context_length: int = 64,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> LossAtInitResult:
+    """Loss and perplexity of freshly initialised models, and the overflow demo.
+
+    Taught on: "Training and generating text".
+    """
+    torch.manual_seed(seed)
+    losses, ppls, logv, ref = [], [], [], []
+    for vocab_size in vocab_sizes:
+        model = TransformerLM(vocab_size, context_length, d_model, num_layers, 4,
+                              swiglu_hidden_dim(d_model, 16))
+        ids = torch.randint(0, vocab_size, (batch_size, context_length + 1))
+        with torch.no_grad():
+            logits = model(ids[:, :-1])  # (B, T, V)
+        loss = float(cross_entropy(logits, ids[:, 1:]))
+        losses.append(loss)
+        ppls.append(perplexity(loss))
+        logv.append(math.log(vocab_size))
+        ref.append(float(F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())))
+    big = torch.tensor([[1000.0, 0.0, -1000.0]])
+    target = torch.tensor([2])
+    naive = float(-torch.log(softmax(big, dim=-1))[0, 2])
+    return LossAtInitResult(
+        list(vocab_sizes), losses, ppls, logv, ref, big[0].tolist(), naive,
+        float(cross_entropy(big, target)), 2, d_model, num_layers, context_length,
+        batch_size,
+    )
+
+
+# --- (2) optimiser, schedule, clipping ----------------------------------------------
+
+
+@dataclasses.dataclass
+class AdamWCheckResult:
+    """Our AdamW and ``torch.optim.AdamW`` trained side by side from equal weights.
+
+    Attributes:
+        steps: Steps taken (the two runs never re-synchronise).
+        max_abs_diff: Largest weight difference after each step.
+        losses_ours: Training loss of each step, our optimiser.
+        losses_torch: The same with ``torch.optim.AdamW``.
+        lr, betas, eps, weight_decay: The optimiser settings.
+        n_parameters: Parameters of the model trained.
+    """
+
+    steps: int
+    max_abs_diff: list[float]
+    losses_ours: list[float]
+    losses_torch: list[float]
+    lr: float
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
+    n_parameters: int
+
+    @property
+    def final_max_abs_diff(self) -> float:
+        """The weight difference at the end."""
+        return self.max_abs_diff[-1]
+
+
+@cached(cost=0.4)  # builds optimizers: a child computes it (see CONTRIBUTING)
+def run_adamw_check(
+    steps: int = 60,
+    lr: float = 3e-3,
+    betas: tuple[float, float] = (0.9, 0.95),
+    eps: float = 1e-8,
+    weight_decay: float = 0.1,
+    seed: int = 0,
+) -> AdamWCheckResult:
+    """Train one small model twice, with our AdamW and torch's; compare the weights.
+
+    Taught on: "Training and generating text".
+    """
+    torch.manual_seed(seed)
+    ours = TransformerLM(64, 16, 32, 1, 2, 64)
+    theirs = TransformerLM(64, 16, 32, 1, 2, 64)
+    theirs.load_state_dict(ours.state_dict())
+    kwargs = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    opts = AdamW(ours.parameters(), **kwargs), torch.optim.AdamW(
+        theirs.parameters(), **kwargs
+    )
+    data = torch.randint(0, 64, (4096,))
+    gen = torch.Generator().manual_seed(seed)
+    diffs, losses = [], ([], [])
+    for _ in range(steps):
+        x, y = get_batch(data, 8, 16, generator=gen)
+        for model, opt, record in zip((ours, theirs), opts, losses):
+            loss = cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            record.append(loss.item())
+        with torch.no_grad():
+            diffs.append(max(float((p - q).abs().max())
+                             for p, q in zip(ours.parameters(), theirs.parameters())))
+    n_params = sum(p.numel() for p in ours.parameters())
+    return AdamWCheckResult(steps, diffs, losses[0], losses[1], lr, betas, eps,
+                            weight_decay, n_params)
+
+
+@dataclasses.dataclass
+class LrScheduleResult:
+    """The cosine schedule's learning rate at every iteration.
+
+    Attributes:
+        iterations: ``0 .. total_iters - 1``.
+        learning_rates: ``get_lr_cosine_schedule`` at each.
+        max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters:
+            The schedule's settings.
+    """
+
+    iterations: list[int]
+    learning_rates: list[float]
+    max_learning_rate: float
+    min_learning_rate: float
+    warmup_iters: int
+    cosine_cycle_iters: int
+
+
+@cached
+def run_lr_schedule(
+    max_learning_rate: float = 1e-2,
+    min_learning_rate: float = 1e-3,
+    warmup_iters: int = 15,
+    cosine_cycle_iters: int = 150,
+    total_iters: int = 180,
+    seed: int = 0,
+) -> LrScheduleResult:
+    """The schedule of the lecture's training runs, and past its end (the floor).
+
+    ``seed`` is unused (the schedule is a formula); it keeps the experiment
+    interface.
+
+    Taught on: "Training and generating text".
+    """
+    its = list(range(total_iters))
+    lrs = [get_lr_cosine_schedule(it, max_learning_rate, min_learning_rate,
+                                  warmup_iters, cosine_cycle_iters) for it in its]
+    return LrScheduleResult(its, lrs, max_learning_rate, min_learning_rate,
+                            warmup_iters, cosine_cycle_iters)
+
+
+@dataclasses.dataclass
+class GradientClippingResult:
+    """Clipping one set of gradients with ours and with ``clip_grad_norm_``.
+
+    Attributes:
+        max_l2_norm: The clip threshold.
+        norm_before: Global gradient norm before clipping (ours).
+        norm_after: After our clipping.
+        torch_norm_before: What ``clip_grad_norm_`` reports.
+        torch_norm_after: Global norm after torch's clipping.
+        max_grad_diff: Largest difference between the two clipped gradients.
+        direction_cosine: Cosine between the gradient before and after (1: clipping
+            only rescales).
+    """
+
+    max_l2_norm: float
+    norm_before: float
+    norm_after: float
+    torch_norm_before: float
+    torch_norm_after: float
+    max_grad_diff: float
+    direction_cosine: float
+
+
+@cached
+def run_gradient_clipping(
+    max_l2_norm: float = 0.1, seed: int = 0
+) -> GradientClippingResult:
+    """The gradient of an untrained model's loss, clipped both ways.
+
+    The threshold is below the gradient's norm, so clipping acts.
+
+    Taught on: "Training and generating text".
+    """
+    torch.manual_seed(seed)
+    a = TransformerLM(256, 32, 64, 2, 4, 176)
+    b = TransformerLM(256, 32, 64, 2, 4, 176)
+    b.load_state_dict(a.state_dict())
+    ids = torch.randint(0, 256, (8, 33))
+    for model in (a, b):
+        cross_entropy(model(ids[:, :-1]), ids[:, 1:]).backward()
+    before = torch.cat([p.grad.flatten() for p in a.parameters()]).clone()
+    norm = gradient_clipping(a.parameters(), max_l2_norm)
+    torch_norm = float(nn.utils.clip_grad_norm_(b.parameters(), max_l2_norm))
+    ours = torch.cat([p.grad.flatten() for p in a.parameters()])
+    theirs = torch.cat([p.grad.flatten() for p in b.parameters()])
+    cosine = float(F.cosine_similarity(before, ours, dim=0))
+    return GradientClippingResult(
+        max_l2_norm, norm, float(ours.norm()), torch_norm, float(theirs.norm()),
+        float((ours - theirs).abs().max()), cosine,
+    )
+
+
+# --- (3) a training run per corpus --------------------------------------------------
+
+
+@dataclasses.dataclass
+class Sample:
+    """Texts generated from the run's prompt at one point of training.
+
+    Attributes:
+        iteration: Steps done when they were generated.
+        texts: Continuations (without the prompt), drawn side by side as one batch
+            with one seeded generator; show the first, count them all.
+        shaped_lines: Lines of all ``texts`` with the poem shape (Tang only; see
+            :func:`poem_shape_share`, applied to each text).
+        lines: Lines counted.
+    """
+
+    iteration: int
+    texts: list[str]
+    shaped_lines: int
+    lines: int
+
+    @property
+    def text(self) -> str:
+        """The first continuation, the one to show."""
+        return self.texts[0]
+
+    @property
+    def shape_share(self) -> float:
+        """``shaped_lines / lines`` (0.0 when no line was counted)."""
+        return self.shaped_lines / self.lines if self.lines else 0.0
+
+
+@dataclasses.dataclass
+class TrainingRunResult:
+    """One tiny model trained on one corpus, byte-level.
+
+    Attributes:
+        corpus: ``"shakespeare"`` or ``"tang"``.
+        settings: Model and optimisation settings.
+        tokenizer: ``"bytes"``: token ids are UTF-8 bytes.
+        train_tokens: Tokens in the training split (first 90 % of the corpus).
+        val_tokens: Tokens in the validation split (last 10 %).
+        n_parameters: All parameters.
+        n_non_embedding: Parameters without the token-embedding table (a lookup,
+            no multiply-adds); the output layer is counted.
+        tokens_seen: Training tokens processed (``steps · batch · context``).
+        flops: ``6 · n_non_embedding · tokens_seen``: forward (2) plus backward (4)
+            multiply-adds per parameter per token (Kaplan et al., 2020).
+        iterations: Steps done after each step.
+        train_losses: Training loss per step.
+        learning_rates: Learning rate per step.
+        grad_norms: Gradient norm before clipping, per step.
+        val_iterations: Where validation loss was measured.
+        val_losses: Validation loss there.
+        log_vocab: ``ln(vocab_size)``, the loss of a uniform guess.
+        prompt: The prompt of the samples.
+        sample_temperature: Their sampling temperature.
+        sample_tokens: Tokens per sample text.
+        samples: Samples at the start, the middle and the end of training.
+        corpus_shaped_lines, corpus_lines: The poem-shape count of the validation
+            text itself (Tang only; a reference for the samples).
+        state_dict: The trained weights (CPU tensors).
+    """
+
+    corpus: str
+    settings: TinyLMSettings
+    tokenizer: str
+    train_tokens: int
+    val_tokens: int
+    n_parameters: int
+    n_non_embedding: int
+    tokens_seen: int
+    flops: float
+    iterations: list[int]
+    train_losses: list[float]
+    learning_rates: list[float]
+    grad_norms: list[float]
+    val_iterations: list[int]
+    val_losses: list[float]
+    log_vocab: float
+    prompt: str
+    sample_temperature: float
+    sample_tokens: int
+    samples: list[Sample]
+    corpus_shaped_lines: int
+    corpus_lines: int
+    state_dict: dict[str, Tensor]
+
+    @property
+    def final_val_loss(self) -> float:
+        """Validation loss after the last step."""
+        return self.val_losses[-1]
+
+    @property
+    def val_loss_vs_uniform(self) -> float:
+        """``final_val_loss / ln(vocab_size)``: far below 1 once it has learnt."""
+        return self.final_val_loss / self.log_vocab
+
+    @property
+    def corpus_shape_share(self) -> float:
+        """Share of the validation text's lines with the poem shape (Tang)."""
+        if not self.corpus_lines:
+            return 0.0
+        return self.corpus_shaped_lines / self.corpus_lines
+
+    @property
+    def clipped_steps(self) -> int:
+        """Steps whose gradient norm exceeded ``settings.max_grad_norm``."""
+        return sum(norm > self.settings.max_grad_norm for norm in self.grad_norms)
+
+    def model(self) -> TransformerLM:
+        """The trained model, rebuilt from :attr:`state_dict` (in eval mode)."""
+        model = self.settings.model()
+        model.load_state_dict(self.state_dict)
+        return model.eval()
+
+
+@cached(cost=6.0)  # seconds on one core, per corpus (Shakespeare ~4, Tang ~6.5)
+def run_training_run(
+    corpus: str = "shakespeare",
+    steps: int | None = None,
+    batch_size: int = 16,
+    context_length: int = 64,
+    d_model: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    d_ff: int = 176,
+    max_lr: float = 1e-2,
+    eval_every: int = 20,
+    sample_rows: tuple[int, int, int] | None = None,
+    sample_tokens: int = 160,
+    sample_temperature: float = 0.6,
+    seed: int = 0,
+) -> TrainingRunResult:
+    """Train a tiny Llama-style model on ``corpus`` with our loop, AdamW and schedule.
+
+    Byte-level tokens; the last 10 % of the corpus is held out for validation.
+    Warm-up is a tenth of the steps, the cosine ends at ``steps`` at a tenth of
+    ``max_lr``. ``steps`` and ``sample_rows`` (texts sampled at the start, the
+    middle and the end) default to :data:`CORPUS_STEPS` and
+    :data:`CORPUS_SAMPLE_ROWS`. Samples are drawn with their own seeded generator
+    (the batches' generator is not touched), so they change nothing else.
+
+    Taught on: "Training and generating text".
+    """
+    if corpus not in CORPORA:
+        raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
+    steps = CORPUS_STEPS[corpus] if steps is None else steps
+    rows = CORPUS_SAMPLE_ROWS[corpus] if sample_rows is None else sample_rows
+    settings = _settings(steps=steps, batch_size=batch_size,
+                         context_length=context_length, d_model=d_model,
+                         num_layers=num_layers, num_heads=num_heads, d_ff=d_ff,
+                         max_lr=max_lr, min_lr=max_lr / 10,
+                         warmup_iters=max(1, steps // 10))
+    train_ids, val_ids, prompt = _tokens(corpus)
+    tokenizer = ByteTokenizer()
+    torch.manual_seed(seed)
+    model = settings.model()
+    samples: list[Sample] = []
+
+    def sample(iteration: int, n_rows: int) -> None:
+        texts = generate(model, [tokenizer.encode(prompt)] * n_rows, sample_tokens,
+                         temperature=sample_temperature,
+                         generator=torch.Generator().manual_seed(seed))
+        texts = [tokenizer.decode(row) for row in texts]
+        counts = [poem_shape_share(t) if corpus == "tang" else (0, 0) for t in texts]
+        samples.append(Sample(iteration, texts, sum(c[0] for c in counts),
+                              sum(c[1] for c in counts)))
+
+    def at_middle(event: TrainEvent) -> None:
+        if event.iteration == steps // 2:
+            sample(event.iteration, rows[1])
+
+    sample(0, rows[0])
+    result = train(model, settings.optimizer(model), train_ids, steps=steps,
+                   batch_size=batch_size, val_data=val_ids, eval_every=eval_every,
+                   eval_batches=4, lr_schedule=settings.schedule(),
+                   max_grad_norm=settings.max_grad_norm, seed=seed, callback=at_middle)
+    sample(steps, rows[2])
+    n_params = sum(p.numel() for p in model.parameters())
+    n_non_embedding = n_params - model.token_embeddings.weight.numel()
+    corpus_shape = (0, 0)
+    if corpus == "tang":
+        corpus_shape = poem_shape_share(bytes(val_ids).decode("utf-8", "ignore"))
+    return TrainingRunResult(
+        corpus=corpus, settings=settings, tokenizer="bytes",
+        train_tokens=len(train_ids), val_tokens=len(val_ids), n_parameters=n_params,
+        n_non_embedding=n_non_embedding, tokens_seen=result.tokens_seen,
+        flops=6.0 * n_non_embedding * result.tokens_seen,
+        iterations=result.iterations, train_losses=result.losses,
+        learning_rates=result.learning_rates, grad_norms=result.grad_norms,
+        val_iterations=result.val_iterations, val_losses=result.val_losses,
+        log_vocab=math.log(settings.vocab_size), prompt=prompt,
+        sample_temperature=sample_temperature, sample_tokens=sample_tokens,
+        samples=samples,
+        corpus_shaped_lines=corpus_shape[0], corpus_lines=corpus_shape[1],
+        state_dict={k: v.detach().clone() for k, v in model.state_dict().items()},
+    )
+
+
+# --- (4) decoding rules -------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SamplingResult:
+    """One prompt continued under several decoding rules, and the next-token odds.
+
+    Attributes:
+        corpus: The training run whose model is used.
+        prompt: The prompt.
+        rules: A name per rule: ``"greedy"``, ``"temperature=0.5"``, ...
+        texts: The continuation under each rule (same seed for all).
+        max_new_tokens: Tokens generated per rule.
+        top_tokens: The most likely next tokens after the prompt (as text;
+            ``"\\n"`` for a newline).
+        distributions: For each of ``distribution_rules``, the probability of each
+            of ``top_tokens``.
+        distribution_rules: The rules whose next-token distribution is shown.
+        kept: Number of tokens with non-zero probability under each of those.
+        entropies: Entropy (nats) of each of those distributions.
+    """
+
+    corpus: str
+    prompt: str
+    rules: list[str]
+    texts: list[str]
+    max_new_tokens: int
+    top_tokens: list[str]
+    distributions: list[list[float]]
+    distribution_rules: list[str]
+    kept: list[int]
+    entropies: list[float]
+
+
+_RULES: dict[str, dict] = {
+    "greedy": dict(greedy=True),
+    "temperature=0.5": dict(temperature=0.5),
+    "temperature=1.0": dict(temperature=1.0),
+    "temperature=1.5": dict(temperature=1.5),
+    "top_k=5": dict(top_k=5),
+    "top_p=0.9": dict(top_p=0.9),
+}
+
+
+def _sampling_parts(corpus: str, **_: object) -> list:
+    return [(run_training_run, dict(corpus=corpus))]
+
+
+@cached(parts=_sampling_parts, cost=0.7)
+def run_sampling(
+    corpus: str = "shakespeare",
+    prompt: str = "ROMEO:\nI ",
+    max_new_tokens: int = 80,
+    n_top: int = 10,
+    seed: int = 0,
+) -> SamplingResult:
+    """Continue ``prompt`` with the trained model of :func:`run_training_run`.
+
+    Taught on: "Training and generating text".
+    """
+    model = run_training_run(corpus=corpus).model()
+    tokenizer = ByteTokenizer()
+    ids = tokenizer.encode(prompt)
+    texts = []
+    for settings in _RULES.values():
+        out = generate(model, ids, max_new_tokens, **settings,
+                       generator=torch.Generator().manual_seed(seed))
+        texts.append(tokenizer.decode(out))
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]))[0, -1]  # (V,)
+    order = logits.argsort(descending=True)[:n_top].tolist()
+    rules = ["temperature=1.0", "temperature=0.5", "temperature=1.5", "top_k=5",
+             "top_p=0.9"]
+    dists, kept, entropies = [], [], []
+    for rule in rules:
+        probs = next_token_probabilities(logits, **_RULES[rule])
+        dists.append([float(probs[i]) for i in order])
+        kept.append(int((probs > 0).sum()))
+        nz = probs[probs > 0]
+        entropies.append(float(-(nz * nz.log()).sum()))
+    top_tokens = [tokenizer.decode([i]) for i in order]
+    return SamplingResult(corpus, prompt, list(_RULES), texts, max_new_tokens,
+                          top_tokens, dists, rules, kept, entropies)
+
+
+# --- (5) the KV cache ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class KVCacheCheckResult:
+    """Logits with the cache against the full recomputation; memory by formula.
+
+    Attributes:
+        prompt_lengths: Tokens fed at once before decoding one at a time.
+        max_abs_diff: For each, the largest logit difference over every position
+            up to the context length.
+        tokens: Tokens cached, for the memory rows.
+        formula_bytes: ``kv_cache_bytes`` for each.
+        tensor_bytes: The cached tensors' ``nbytes`` for each.
+        llama2_7b_bytes_per_token: The formula for Llama 2 7B, fp16, per token.
+        llama2_7b_full_context_bytes: The same for its full 4,096-token context.
+        num_layers, num_heads, d_head, context_length, vocab_size, d_model: The
+            model checked.
+    """
+
+    prompt_lengths: list[int]
+    max_abs_diff: list[float]
+    tokens: list[int]
+    formula_bytes: list[int]
+    tensor_bytes: list[int]
+    llama2_7b_bytes_per_token: int
+    llama2_7b_full_context_bytes: int
+    num_layers: int
+    num_heads: int
+    d_head: int
+    context_length: int
+    vocab_size: int
+    d_model: int
+
+
+@cached
+def run_kv_cache_check(
+    prompt_lengths: tuple[int, ...] = (1, 8, 32, 63),
+    context_length: int = 64,
+    d_model: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    seed: int = 0,
+) -> KVCacheCheckResult:
+    """Feed a prompt, then one token at a time up to the context, with the cache.
+
+    Taught on: "Training and generating text".
+    """
+    torch.manual_seed(seed)
+    model = TransformerLM(256, context_length, d_model, num_layers, num_heads,
+                          swiglu_hidden_dim(d_model, 16)).eval()
+    ids = torch.randint(0, 256, (1, context_length))
+    diffs, tokens, formula, real = [], [], [], []
+    with torch.no_grad():
+        full = model(ids)  # (1, T, V): every position recomputed at once
+        for n in prompt_lengths:
+            cache = KVCache(num_layers, context_length)
+            parts = [model(ids[:, :n], kv_cache=cache)]
+            for t in range(n, context_length):
+                parts.append(model(ids[:, t:t + 1], kv_cache=cache))
+            diffs.append(float((torch.cat(parts, 1) - full).abs().max()))
+        cache = KVCache(num_layers, context_length)
+        for t in range(context_length):
+            model(ids[:, t:t + 1], kv_cache=cache)
+            if (t + 1) in (1, 16, 32, context_length):
+                tokens.append(t + 1)
+                real.append(cache.nbytes())
+                formula.append(kv_cache_bytes(num_layers, num_heads,
+                                              d_model // num_heads, t + 1))
+    big = LLAMA2_7B
+    per_token = kv_cache_bytes(big.num_layers, big.num_heads,
+                               big.d_model // big.num_heads, 1, bytes_per_element=2)
+    return KVCacheCheckResult(
+        list(prompt_lengths), diffs, tokens, formula, real, per_token,
+        per_token * big.context_length, num_layers, num_heads, d_model // num_heads,
+        context_length, 256, d_model,
+    )
+
+
+# --- (6) checkpoint and resume ------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CheckpointResumeResult:
+    """``2N`` steps straight vs ``N`` steps, save, load into fresh objects, ``N`` more.
+
+    Attributes:
+        steps_each: N.
+        weights_equal: ``torch.equal`` for every parameter after ``2N`` steps.
+        losses_equal: The per-step losses of both runs are identical.
+        max_abs_diff: Largest weight difference (0.0 when equal).
+        without_generator_equal: The same comparison when the batch generator's
+            state is *not* restored (a fresh generator with the same seed).
+        without_generator_max_abs_diff: Its largest weight difference.
+        checkpoint_bytes: Size of the checkpoint file.
+        checkpoint_keys: What the checkpoint holds.
+    """
+
+    steps_each: int
+    weights_equal: bool
+    losses_equal: bool
+    max_abs_diff: float
+    without_generator_equal: bool
+    without_generator_max_abs_diff: float
+    checkpoint_bytes: int
+    checkpoint_keys: list[str]
+
+
+@cached(cost=0.2)  # builds optimizers: a child computes it
+def run_checkpoint_resume(steps_each: int = 5, seed: int = 0) -> CheckpointResumeResult:
+    """Resume equality on a small model, and what goes wrong without the RNG state.
+
+    Taught on: "Training and generating text".
+    """
+    data = torch.randint(0, 64, (4096,))
+    settings = _settings(vocab_size=64, context_length=16, d_model=32, num_layers=1,
+                         num_heads=2, d_ff=64, steps=2 * steps_each, warmup_iters=2)
+
+    def fresh(model_seed: int) -> tuple[TransformerLM, AdamW]:
+        torch.manual_seed(model_seed)
+        model = settings.model()
+        return model, settings.optimizer(model)
+
+    def run(model, opt, gen, start):
+        return train(model, opt, data, steps=steps_each, batch_size=4,
+                     lr_schedule=settings.schedule(), generator=gen,
+                     start_iteration=start).losses
+
+    straight, opt = fresh(seed)
+    gen = torch.Generator().manual_seed(seed)
+    straight_losses = run(straight, opt, gen, 0) + run(straight, opt, gen, steps_each)
+    first, opt1 = fresh(seed)
+    gen1 = torch.Generator().manual_seed(seed)
+    losses = run(first, opt1, gen1, 0)
+    buffer = io.BytesIO()
+    save_checkpoint(first, opt1, steps_each, buffer, generator=gen1)
+    outcomes = []
+    for restore_generator in (True, False):
+        buffer.seek(0)
+        model, opt2 = fresh(seed + 1)  # other weights: all must come from the file
+        gen2 = torch.Generator().manual_seed(seed)
+        start = load_checkpoint(buffer, model, opt2,
+                                generator=gen2 if restore_generator else None)
+        resumed = run(model, opt2, gen2, start)
+        diff = max(float((p - q).detach().abs().max())
+                   for p, q in zip(straight.parameters(), model.parameters()))
+        equal = all(torch.equal(p, q)
+                    for p, q in zip(straight.parameters(), model.parameters()))
+        outcomes.append((equal, diff, losses + resumed == straight_losses))
+    buffer.seek(0)
+    keys = sorted(torch.load(buffer, weights_only=True))
+    return CheckpointResumeResult(
+        steps_each, outcomes[0][0], outcomes[0][2], outcomes[0][1], outcomes[1][0],
+        outcomes[1][1], len(buffer.getvalue()), keys,
+    )
+
+
+# --- timings (machine-dependent, not cached) ----------------------------------------
+
+
+def machine_description() -> str:
+    """Processor and torch threads, e.g. ``"Intel Xeon ... (x86_64), 1 thread"``."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    name = f"{line.split(':', 1)[1].strip()} ({platform.machine()})"
+                    break
+    except OSError:
+        pass
+    threads = torch.get_num_threads()
+    return f"{name}, {threads} thread{'s' if threads > 1 else ''}"
+
+
+class TorchReferenceLM(nn.Module):
+    """The Llama-style model of ``TransformerLM`` built from PyTorch's own pieces.
+
+    ``nn.Embedding``, ``nn.RMSNorm``, ``nn.Linear``, ``F.scaled_dot_product_attention``
+    (fused, causal) and ``F.silu``; the same RoPE pairing. Load a ``TransformerLM``'s
+    weights with :meth:`load_from` to get the same function.
+
+    Taught on: "Training and generating text".
+    """
+
+    def __init__(self, vocab_size: int, context_length: int, d_model: int,
+                 num_layers: int, num_heads: int, d_ff: int,
+                 rope_theta: float = 10_000.0) -> None:
+        super().__init__()
+        self.vocab_size, self.context_length = vocab_size, context_length
+        self.num_heads = num_heads
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict(dict(
+                ln1=nn.RMSNorm(d_model, eps=1e-5), ln2=nn.RMSNorm(d_model, eps=1e-5),
+                qkv=nn.Linear(d_model, 3 * d_model, bias=False),
+                out=nn.Linear(d_model, d_model, bias=False),
+                w13=nn.Linear(d_model, 2 * d_ff, bias=False),
+                w2=nn.Linear(d_ff, d_model, bias=False),
+            ))
+            for _ in range(num_layers)
+        )
+        self.ln_final = nn.RMSNorm(d_model, eps=1e-5)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        d_head = d_model // num_heads
+        k = torch.arange(d_head // 2, dtype=torch.float64)
+        angles = torch.outer(torch.arange(context_length, dtype=torch.float64),
+                             rope_theta ** (-2 * k / d_head))
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def _rope(self, x: Tensor) -> Tensor:
+        t = x.shape[-2]
+        cos, sin = self.cos[:t], self.sin[:t]  # (T, d_head/2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), -1).flatten(-2)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Integer ``(B, T)`` -> logits ``(B, T, vocab_size)``."""
+        x = self.embed(ids)  # (B, T, D)
+        b, t, d = x.shape
+        for blk in self.blocks:
+            q, k, v = blk["qkv"](blk["ln1"](x)).split(d, dim=-1)
+            q, k, v = (y.view(b, t, self.num_heads, -1).transpose(1, 2)
+                       for y in (q, k, v))  # (B, h, T, d_head)
+            y = F.scaled_dot_product_attention(self._rope(q), self._rope(k), v,
+                                               is_causal=True)
+            x = x + blk["out"](y.transpose(1, 2).reshape(b, t, d))
+            gate, up = blk["w13"](blk["ln2"](x)).chunk(2, dim=-1)
+            x = x + blk["w2"](F.silu(gate) * up)
+        return self.head(self.ln_final(x))
+
+    @torch.no_grad()
+    def load_from(self, model: TransformerLM) -> TorchReferenceLM:
+        """Copy ``model``'s weights (CS336 names) into these pieces."""
+        self.embed.weight.copy_(model.token_embeddings.weight)
+        for blk, layer in zip(self.blocks, model.layers):
+            attn, ffn = layer.attn, layer.ffn
+            blk["ln1"].weight.copy_(layer.ln1.weight)
+            blk["ln2"].weight.copy_(layer.ln2.weight)
+            blk["qkv"].weight.copy_(torch.cat(
+                [attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]))
+            blk["out"].weight.copy_(attn.output_proj.weight)
+            blk["w13"].weight.copy_(torch.cat([ffn.w1.weight, ffn.w3.weight]))
+            blk["w2"].weight.copy_(ffn.w2.weight)
+        self.ln_final.weight.copy_(model.ln_final.weight)
+        self.head.weight.copy_(model.lm_head.weight)
+        return self
+
+
+@dataclasses.dataclass
+class ThroughputTiming:
+    """Training tokens per second: our modules and loop vs PyTorch's pieces.
+
+    Attributes:
+        machine: Processor and threads.
+        ours: Tokens/s of each repetition, ``TransformerLM`` + ``cross_entropy`` +
+            our ``AdamW`` + ``gradient_clipping`` (the steps of ``train``).
+        torch: Tokens/s of :class:`TorchReferenceLM` + ``F.cross_entropy`` +
+            ``torch.optim.AdamW`` + ``clip_grad_norm_``.
+        settings: The model and batch.
+        steps: Timed steps per repetition.
+    """
+
+    machine: str
+    ours: list[float]
+    torch: list[float]
+    settings: TinyLMSettings
+    steps: int
+
+    @property
+    def ratio(self) -> float:
+        """Median ours / median torch (1.0: as fast)."""
+        return statistics.median(self.ours) / statistics.median(self.torch)
+
+
+def _timed_steps(model: nn.Module, opt: torch.optim.Optimizer, data: np.ndarray,
+                 settings: TinyLMSettings, steps: int, ours: bool) -> float:
+    gen = torch.Generator().manual_seed(0)
+    loss_fn = cross_entropy if ours else (
+        lambda logits, y: F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+    clip = gradient_clipping if ours else nn.utils.clip_grad_norm_
+    batches = [get_batch(data, settings.batch_size, settings.context_length,
+                         generator=gen) for _ in range(steps + 2)]
+    for i, (x, y) in enumerate(batches):
+        if i == 2:  # two warm-up steps
+            start = time.perf_counter()
+        loss = loss_fn(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        clip(model.parameters(), settings.max_grad_norm)
+        opt.step()
+        loss.item()
+    return steps * settings.batch_size * settings.context_length / (
+        time.perf_counter() - start)
+
+
+def time_training_throughput(
+    repeats: int = 3,
+    steps: int = 20,
+    settings: TinyLMSettings | None = None,
+    on_repeat: Callable[[int, float, float], None] | None = None,
+) -> ThroughputTiming:
+    """Tokens/s of training steps, ours and PyTorch's, interleaved repetitions.
+
+    ``on_repeat(i, ours, torch)`` is called after each repetition (a benchmark
+    prints there). Not cached: the numbers belong to this machine.
+
+    Taught on: "Training and generating text".
+    """
+    settings = settings or TinyLMSettings()
+    data = np.frombuffer(corpus_text("shakespeare").encode("utf-8"), dtype=np.uint8)
+    torch.manual_seed(0)
+    ours_model = settings.model()
+    ref_model = TorchReferenceLM(settings.vocab_size, settings.context_length,
+                                 settings.d_model, settings.num_layers,
+                                 settings.num_heads, settings.d_ff)
+    ref_model.load_from(ours_model)
+    ours_opt = settings.optimizer(ours_model)
+    ref_opt = torch.optim.AdamW(ref_model.parameters(), lr=settings.max_lr,
+                                betas=settings.betas,
+                                weight_decay=settings.weight_decay)
+    for model, opt, is_ours in ((ours_model, ours_opt, True),
+                                (ref_model, ref_opt, False)):
+        _timed_steps(model, opt, data, settings, 3, is_ours)  # warm-up, not counted
+    ours, ref = [], []
+    for i in range(repeats):
+        ours.append(_timed_steps(ours_model, ours_opt, data, settings, steps, True))
+        ref.append(_timed_steps(ref_model, ref_opt, data, settings, steps, False))
+        if on_repeat is not None:
+            on_repeat(i, ours[-1], ref[-1])
+    return ThroughputTiming(machine_description(), ours, ref, settings, steps)
+
+
+@dataclasses.dataclass
+class GenerationTiming:
+    """Milliseconds per generated token, with and without the KV cache.
+
+    Attributes:
+        machine: Processor and threads.
+        lengths: Text length (prompt + generated) at which each time is measured.
+        ms_cached: Time of the step that produced the token at that length, with
+            the cache (median over repetitions).
+        ms_uncached: The same, recomputing the whole text.
+        tokens_per_s_cached: Whole generation, tokens/s, with the cache.
+        tokens_per_s_uncached: The same without.
+        settings: The model (untrained: speed does not depend on the weights).
+    """
+
+    machine: str
+    lengths: list[int]
+    ms_cached: list[float]
+    ms_uncached: list[float]
+    tokens_per_s_cached: float
+    tokens_per_s_uncached: float
+    settings: TinyLMSettings
+
+
+def time_generation(
+    context_length: int = 256,
+    d_model: int = 64,
+    num_layers: int = 2,
+    repeats: int = 3,
+) -> GenerationTiming:
+    """Time each generated token as the text grows from 1 to ``context_length``.
+
+    Taught on: "Training and generating text".
+    """
+    settings = _settings(context_length=context_length, d_model=d_model,
+                         num_layers=num_layers, d_ff=swiglu_hidden_dim(d_model, 16))
+    torch.manual_seed(0)
+    model = settings.model().eval()
+    steps = context_length - 1
+    per_step = {True: [], False: []}
+    totals = {True: [], False: []}
+    with torch.no_grad():
+        for _ in range(repeats):
+            for use_cache in (True, False):
+                ids = torch.zeros(1, 1, dtype=torch.long)
+                cache = KVCache(num_layers, context_length) if use_cache else None
+                times = []
+                start = time.perf_counter()
+                for t in range(steps):
+                    tic = time.perf_counter()
+                    if use_cache:
+                        logits = model(ids[:, -1:], kv_cache=cache)[0, -1]
+                    else:
+                        logits = model(ids)[0, -1]
+                    token = logits.argmax().view(1, 1)
+                    ids = torch.cat((ids, token), dim=1)
+                    times.append(time.perf_counter() - tic)
+                totals[use_cache].append(steps / (time.perf_counter() - start))
+                per_step[use_cache].append(times)
+    marks = sorted({1, 16, 64, context_length // 2, context_length - 1} & set(
+        range(1, steps + 1)))
+    med = {use: [1e3 * statistics.median(run[m - 1] for run in per_step[use])
+                 for m in marks] for use in (True, False)}
+    return GenerationTiming(machine_description(), [m + 1 for m in marks],
+                            med[True], med[False], statistics.median(totals[True]),
+                            statistics.median(totals[False]), settings)

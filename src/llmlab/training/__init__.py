@@ -1,0 +1,44 @@
+"""Training a language model from scratch: loss, optimizer, schedule, data, loop.
+
+* :mod:`~llmlab.training.loss`: ``cross_entropy``, ``perplexity``.
+* :mod:`~llmlab.training.optim`: ``AdamW`` (from its update rule),
+  ``gradient_clipping``.
+* :mod:`~llmlab.training.schedule`: ``get_lr_cosine_schedule``, ``cosine_schedule``.
+* :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``, ``ByteTokenizer``.
+* :mod:`~llmlab.training.checkpoint`: ``save_checkpoint``, ``load_checkpoint``.
+* :mod:`~llmlab.training.loop`: ``train`` -> ``TrainResult``, ``estimate_loss``.
+
+The interfaces are those of CS336 assignment 1.
+
+Taught on: "Training and generating text".
+"""
+
+from llmlab.training.checkpoint import (
+    checkpoint_extra,
+    load_checkpoint,
+    save_checkpoint,
+)
+from llmlab.training.data import ByteTokenizer, get_batch, split_tokens
+from llmlab.training.loop import TrainEvent, TrainResult, estimate_loss, train
+from llmlab.training.loss import cross_entropy, perplexity
+from llmlab.training.optim import AdamW, gradient_clipping
+from llmlab.training.schedule import cosine_schedule, get_lr_cosine_schedule
+
+__all__ = [
+    "AdamW",
+    "ByteTokenizer",
+    "TrainEvent",
+    "TrainResult",
+    "checkpoint_extra",
+    "cosine_schedule",
+    "cross_entropy",
+    "estimate_loss",
+    "get_batch",
+    "get_lr_cosine_schedule",
+    "gradient_clipping",
+    "load_checkpoint",
+    "perplexity",
+    "save_checkpoint",
+    "split_tokens",
+    "train",
+]

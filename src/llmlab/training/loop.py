@@ -1,0 +1,283 @@
+"""The training loop: sample a batch, compute the loss, backpropagate, clip, step.
+
+One function serves the lecture, the example notebook and ``llmlab-train``. It never
+prints: pass ``callback`` to see each step as it happens (a progress bar, a
+checkpoint every so often), and read the returned :class:`TrainResult`.
+
+Taught on: "Training and generating text".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from llmlab.checks import check_finite_float, check_int
+from llmlab.training.data import get_batch
+from llmlab.training.loss import cross_entropy
+from llmlab.training.optim import gradient_clipping
+
+__all__ = ["TrainEvent", "TrainResult", "estimate_loss", "train"]
+
+Dataset = np.ndarray | Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainEvent:
+    """What :func:`train` hands its callback after each step.
+
+    Attributes:
+        iteration: Steps completed in the whole run (a resumed run counts on).
+        loss: Training loss of this step's batch (nats per token).
+        learning_rate: The rate this step used.
+        grad_norm: Global gradient norm before clipping (``None``: no clipping).
+        val_loss: Validation loss, when it was measured after this step.
+        tokens_seen: Training tokens processed by this call so far.
+        seconds: Wall time of this call so far.
+
+    Taught on: "Training and generating text".
+    """
+
+    iteration: int
+    loss: float
+    learning_rate: float
+    grad_norm: float | None
+    val_loss: float | None
+    tokens_seen: int
+    seconds: float
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """A record of one call of :func:`train`, as plain numbers.
+
+    Attributes:
+        iterations: Steps completed after each step (``start + 1 .. start + steps``).
+        losses: Training loss of each step's batch.
+        learning_rates: Learning rate of each step.
+        grad_norms: Gradient norm before clipping of each step (empty: no clipping).
+        val_iterations: Steps completed when validation loss was measured (the
+            start, every ``eval_every`` steps, the end).
+        val_losses: Validation loss at those points.
+        tokens_seen: ``steps · batch_size · context_length``.
+        seconds: Wall time of the call, validation included.
+        batch_size: Windows per batch.
+        context_length: Tokens per window.
+
+    Taught on: "Training and generating text".
+    """
+
+    iterations: list[int]
+    losses: list[float]
+    learning_rates: list[float]
+    grad_norms: list[float]
+    val_iterations: list[int]
+    val_losses: list[float]
+    tokens_seen: int
+    seconds: float
+    batch_size: int
+    context_length: int
+
+
+@torch.no_grad()
+def estimate_loss(
+    model: nn.Module,
+    dataset: Dataset,
+    batch_size: int,
+    context_length: int,
+    num_batches: int = 8,
+    device: torch.device | str | None = None,
+) -> float:
+    """Mean loss over fixed, evenly spaced windows of ``dataset``.
+
+    The windows are the same at every call (no randomness is drawn), so successive
+    measurements differ only because the model changed, and measuring does not
+    disturb the training run's random state.
+
+    Args:
+        model: Maps ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
+        dataset: 1-D integer token ids, more than ``context_length`` of them.
+        batch_size: Windows per forward pass.
+        context_length: Tokens per window.
+        num_batches: Forward passes; ``batch_size · num_batches`` windows in all.
+        device: Where to run (default: where the model's parameters are).
+
+    Taught on: "Training and generating text".
+    """
+    check_int("batch_size", batch_size)
+    check_int("context_length", context_length)
+    check_int("num_batches", num_batches)
+    n_tokens = len(dataset)
+    if n_tokens <= context_length:
+        raise ValueError(
+            f"dataset has {n_tokens} tokens; it must hold more than context_length "
+            f"({context_length})"
+        )
+    device = device if device is not None else _model_device(model)
+    starts = np.linspace(0, n_tokens - context_length - 1, batch_size * num_batches)
+    starts = starts.round().astype(np.int64)  # (n_windows,)
+    index = starts[:, None] + np.arange(context_length + 1)  # (n_windows, T+1)
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for batch in np.split(index, num_batches):
+        windows = torch.as_tensor(np.asarray(dataset[batch], dtype=np.int64))
+        windows = windows.to(device)  # (B, T+1)
+        total += float(cross_entropy(model(windows[:, :-1]), windows[:, 1:]))
+    model.train(was_training)
+    return total / num_batches
+
+
+def train(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_data: Dataset,
+    *,
+    steps: int,
+    batch_size: int,
+    context_length: int | None = None,
+    val_data: Dataset | None = None,
+    eval_every: int | None = None,
+    eval_batches: int = 8,
+    lr_schedule: Callable[[int], float] | None = None,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+    generator: torch.Generator | None = None,
+    start_iteration: int = 0,
+    device: torch.device | str | None = None,
+    callback: Callable[[TrainEvent], None] | None = None,
+) -> TrainResult:
+    """Train ``model`` for ``steps`` steps of next-token prediction.
+
+    Args:
+        model: Maps int64 ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
+        optimizer: Updates ``model``'s parameters (e.g. our ``AdamW``).
+        train_data: 1-D integer token ids to sample windows from.
+        steps: Steps to take in this call, ``>= 1``.
+        batch_size: Windows per step.
+        context_length: Tokens per window (default: ``model.context_length``).
+        val_data: Held-out token ids; ``None`` skips validation.
+        eval_every: Measure validation loss every this many steps (and always at
+            the start and the end of the call).
+        eval_batches: Forward passes per validation measurement.
+        lr_schedule: ``schedule(iteration) -> lr``, applied before each step
+            (see ``cosine_schedule``); ``None`` keeps the optimizer's rate.
+        max_grad_norm: Clip the global gradient norm to this; ``None``: no clipping.
+        seed: Seeds the batch generator when ``generator`` is not given.
+        generator: The batch generator (its state carries over between calls, so a
+            resumed run draws the batches the uninterrupted run would have drawn).
+        start_iteration: Steps already done (the schedule continues from there).
+        device: Where batches go (default: where the model's parameters are).
+        callback: Called with a :class:`TrainEvent` after every step.
+
+    Returns:
+        A :class:`TrainResult` of plain numbers.
+
+    Taught on: "Training and generating text".
+    """
+    context_length = _check_train_args(model, train_data, val_data, steps, batch_size,
+                                       context_length, eval_every, eval_batches,
+                                       max_grad_norm, seed, start_iteration)
+    if generator is None:
+        generator = torch.Generator().manual_seed(seed)
+    device = device if device is not None else _model_device(model)
+    result = TrainResult([], [], [], [], [], [], 0, 0.0, batch_size, context_length)
+    start = time.perf_counter()
+
+    def validate(iteration: int) -> float:
+        loss = estimate_loss(model, val_data, batch_size, context_length, eval_batches,
+                             device)
+        result.val_iterations.append(iteration)
+        result.val_losses.append(loss)
+        return loss
+
+    if val_data is not None:
+        validate(start_iteration)
+    model.train()
+    for it in range(start_iteration, start_iteration + steps):
+        # the schedule sets this step's learning rate
+        if lr_schedule is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr_schedule(it)
+        lr = float(optimizer.param_groups[0]["lr"])
+        # forward: random windows -> logits -> mean cross-entropy
+        inputs, targets = get_batch(train_data, batch_size, context_length, device,
+                                    generator)  # (B, T) each
+        loss = cross_entropy(model(inputs), targets)  # logits (B, T, V) -> scalar
+        # backward, clip, update
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = None
+        if max_grad_norm is not None:
+            norm = gradient_clipping(model.parameters(), max_grad_norm)
+            result.grad_norms.append(norm)
+        optimizer.step()
+        # bookkeeping
+        done = it + 1
+        result.iterations.append(done)
+        result.losses.append(loss.item())
+        result.learning_rates.append(lr)
+        result.tokens_seen += batch_size * context_length
+        val_loss = None
+        last = done == start_iteration + steps
+        if val_data is not None and (last or (eval_every and done % eval_every == 0)):
+            val_loss = validate(done)
+            model.train()
+        if callback is not None:
+            callback(TrainEvent(done, result.losses[-1], lr, norm, val_loss,
+                                result.tokens_seen, time.perf_counter() - start))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    parameter = next(model.parameters(), None)
+    return parameter.device if parameter is not None else torch.device("cpu")
+
+
+def _check_train_args(
+    model: nn.Module,
+    train_data: Dataset,
+    val_data: Dataset | None,
+    steps: int,
+    batch_size: int,
+    context_length: int | None,
+    eval_every: int | None,
+    eval_batches: int,
+    max_grad_norm: float | None,
+    seed: int,
+    start_iteration: int,
+) -> int:
+    check_int("steps", steps)
+    check_int("batch_size", batch_size)
+    if context_length is None:
+        context_length = getattr(model, "context_length", None)
+        if context_length is None:
+            raise ValueError("context_length is required for a model without "
+                             ".context_length")
+    check_int("context_length", context_length)
+    model_context = getattr(model, "context_length", None)
+    if model_context is not None and context_length > model_context:
+        raise ValueError(
+            f"context_length ({context_length}) exceeds the model's context_length "
+            f"({model_context})"
+        )
+    if eval_every is not None:
+        check_int("eval_every", eval_every)
+    check_int("eval_batches", eval_batches)
+    if max_grad_norm is not None:
+        check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
+    check_int("start_iteration", start_iteration, minimum=0)
+    for name, data in (("train_data", train_data), ("val_data", val_data)):
+        if data is not None and len(data) <= context_length:
+            raise ValueError(
+                f"{name} has {len(data)} tokens; it must hold more than "
+                f"context_length ({context_length})"
+            )
+    return context_length

@@ -1,0 +1,89 @@
+r"""Cross-entropy of next-token predictions, and perplexity.
+
+For logits :math:`o` over a vocabulary and the true next token :math:`x`,
+
+.. math::
+    \ell = -\log \mathrm{softmax}(o)_x = \log \sum_j e^{o_j - m} - (o_x - m),
+    \qquad m = \max_j o_j,
+
+averaged over every position. Subtracting the maximum keeps each exponent at most 0,
+so no term overflows; ``log(softmax(o))`` instead rounds a tiny probability to 0
+and returns ``inf``.
+
+Taught on: "Training and generating text".
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from llmlab.checks import check_token_ids
+
+__all__ = ["cross_entropy", "perplexity"]
+
+
+def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean negative log-likelihood of ``targets`` under ``logits``.
+
+    Args:
+        logits: Float ``(..., vocab_size)``, unnormalised scores.
+        targets: Integer ``(...)`` in ``[0, vocab_size)``, the true next tokens.
+
+    Returns:
+        A 0-d tensor: the mean over every leading (batch, position) index. fp16 and
+        bf16 logits are computed in float32.
+
+    Taught on: "Training and generating text".
+    """
+    _check_cross_entropy(logits, targets)
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()
+    # the shift is a constant for the loss (no gradient needs to flow through it)
+    shifted = logits - logits.amax(dim=-1, keepdim=True).detach()  # (..., V), max 0
+    log_normaliser = shifted.exp().sum(dim=-1).log()  # (...,): log Σ_j e^{o_j - m}
+    target_logit = shifted.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (...,)
+    return (log_normaliser - target_logit).mean()
+
+
+def _check_cross_entropy(logits: Tensor, targets: Tensor) -> None:
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+    if logits.ndim == 0 or not logits.dtype.is_floating_point:
+        raise ValueError(
+            "logits must be a floating-point (..., vocab_size) tensor, got shape "
+            f"{tuple(logits.shape)} and dtype {logits.dtype}"
+        )
+    if not isinstance(targets, Tensor) or targets.shape != logits.shape[:-1]:
+        shape = tuple(targets.shape) if isinstance(targets, Tensor) else targets
+        raise ValueError(
+            f"targets must have shape {tuple(logits.shape[:-1])} (logits without "
+            f"vocab_size), got {shape}"
+        )
+    check_token_ids("targets", targets, logits.shape[-1])
+
+
+def perplexity(loss: float | Tensor) -> float:
+    """``exp(loss)``: the size of a uniform choice that is as surprising.
+
+    A model that spreads its bets evenly over ``k`` tokens has loss ``ln k`` and
+    perplexity ``k``, so an untrained model scores about ``vocab_size``.
+
+    Args:
+        loss: A mean cross-entropy in nats (a float or a 0-d tensor), ``>= 0``.
+
+    Taught on: "Training and generating text".
+    """
+    if isinstance(loss, Tensor):
+        if loss.numel() != 1:
+            raise ValueError(f"loss must be one number, got shape {tuple(loss.shape)}")
+        loss = loss.item()
+    if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        raise TypeError(
+            f"loss must be a float or a 0-d tensor, got {type(loss).__name__}"
+        )
+    if not loss >= 0:  # NaN fails too
+        raise ValueError(f"loss must be a number >= 0 (nats), got {loss}")
+    return math.exp(loss)

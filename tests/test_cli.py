@@ -1,0 +1,291 @@
+"""llmlab-train and llmlab-generate end to end, on a small text in a temp folder.
+
+Most runs call the entry points in this process (fast); two run the real command
+line in a subprocess (``python -m llmlab.cli``) to pin the exit code and streams.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+import llmlab
+from llmlab import cli
+
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--context-length", "16", "--d-model", "16", "--num-layers", "1",
+        "--num-heads", "2", "--batch-size", "4", "--eval-every", "5",
+        "--eval-batches", "2"]
+TEXT = ("To be, or not to be, that is the question:\n"
+        "Whether 'tis nobler in the mind to suffer\n"
+        "The slings and arrows of outrageous fortune,\n") * 12
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "text.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder trained for 10 steps, shared by the generate tests."""
+    tmp = tmp_path_factory.mktemp("trained")
+    data = tmp / "text.txt"
+    data.write_text(TEXT, encoding="utf-8")
+    out = tmp / "run"
+    assert cli.train_main(["--data", str(data), "--steps", "10", "--out", str(out),
+                           *TINY]) == 0
+    return out
+
+
+def _fails(capsys: pytest.CaptureFixture, main, argv: list[str], *needles: str) -> str:
+    """Run ``main(argv)``; assert exit 2 and a one-line error naming each needle."""
+    code = main(argv)
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2, captured
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(("llmlab-train: error: ", "llmlab-generate: error: "))
+    assert "Traceback" not in captured.err and captured.out == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+# --- llmlab-train -------------------------------------------------------------------
+
+
+def test_train_writes_a_checkpoint_and_says_where(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert cli.train_main(["--data", str(corpus), "--steps", "10", "--out", str(out),
+                           *TINY]) == 0
+    captured = capsys.readouterr()
+    assert f"checkpoint: {out / 'checkpoint.pt'}" in captured.out
+    assert {p.name for p in out.iterdir()} == {"checkpoint.pt", "config.json",
+                                               "metrics.json"}
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["iteration"] == 10 and config["tokenizer"]["kind"] == "bytes"
+    assert config["model"]["d_model"] == 16 and config["model"]["vocab_size"] == 256
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["iterations"] == list(range(1, 11))
+    assert metrics["val_iterations"] == [5, 10]
+    assert all(v < 5.6 for v in metrics["val_losses"])  # below ln 256 already
+
+
+def test_train_resume_after_an_interruption_equals_one_run(tmp_path, corpus, capsys,
+                                                          monkeypatch):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    args = ["--data", str(corpus), "--steps", "10", *TINY]
+    assert cli.train_main([*args, "--out", str(straight)]) == 0
+    # the same run, interrupted (Ctrl-C) after step 7: the last checkpoint is step 5
+    import llmlab.training
+
+    real_train = llmlab.training.train
+
+    def interrupted(*a, callback, **kw):
+        def stop_after_7(event):
+            callback(event)
+            if event.iteration == 7:
+                raise KeyboardInterrupt
+        return real_train(*a, callback=stop_after_7, **kw)
+
+    monkeypatch.setattr(llmlab.training, "train", interrupted)
+    assert cli.train_main([*args, "--out", str(split)]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert json.loads((split / "config.json").read_text("utf-8"))["iteration"] == 5
+    monkeypatch.setattr(llmlab.training, "train", real_train)
+    assert cli.train_main([*args, "--out", str(split), "--resume"]) == 0
+    capsys.readouterr()
+    a = torch.load(straight / "checkpoint.pt", weights_only=True)["model"]
+    b = torch.load(split / "checkpoint.pt", weights_only=True)["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    ma = json.loads((straight / "metrics.json").read_text(encoding="utf-8"))
+    mb = json.loads((split / "metrics.json").read_text(encoding="utf-8"))
+    assert ma["losses"] == mb["losses"] and ma["iterations"] == mb["iterations"]
+
+
+def test_train_never_overwrites_without_force(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    args = ["--data", str(corpus), "--steps", "5", "--out", str(out), *TINY]
+    assert cli.train_main(args) == 0
+    capsys.readouterr()
+    before = (out / "checkpoint.pt").read_bytes()
+    _fails(capsys, cli.train_main, args, "already holds a checkpoint", "--force")
+    assert (out / "checkpoint.pt").read_bytes() == before
+    assert cli.train_main([*args, "--force", "--seed", "1"]) == 0
+    assert (out / "checkpoint.pt").read_bytes() != before
+
+
+def test_train_bpe_tokenizer_is_saved_and_used(tmp_path, corpus, capsys):
+    out = tmp_path / "bpe"
+    assert cli.train_main(["--data", str(corpus), "--steps", "5", "--out", str(out),
+                           "--vocab-size", "300", *TINY]) == 0
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["tokenizer"]["kind"] == "bpe"
+    assert config["eos_token_id"] == 256  # the special token follows the bytes
+    blob = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+    assert len(blob["vocab"]) <= 300 and blob["special_tokens"] == ["<|endoftext|>"]
+    capsys.readouterr()
+    assert cli.generate_main(["--checkpoint", str(out), "--prompt", "To be",
+                              "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.startswith("To be")
+
+
+def test_train_bad_inputs(tmp_path, corpus, capsys):
+    out = str(tmp_path / "run")
+    base = ["--out", out, *TINY]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    short = tmp_path / "short.txt"
+    short.write_text("too short", encoding="utf-8")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00abc" * 50)
+    cases = [
+        (["--data", str(tmp_path / "missing.txt"), "--steps", "5"],
+         ["--data", "does not exist"]),
+        (["--data", str(tmp_path), "--steps", "5"], ["--data", "is not a file"]),
+        (["--data", str(empty), "--steps", "5"], ["--data", "is empty"]),
+        (["--data", str(binary), "--steps", "5"], ["--data", "not UTF-8"]),
+        (["--data", str(short), "--steps", "5"],
+         ["too short for --context-length 16"]),
+        (["--data", str(corpus), "--steps", "0"], ["--steps", "positive integer"]),
+        (["--data", str(corpus), "--steps", "-2"], ["--steps", "positive integer"]),
+        (["--data", str(corpus), "--steps", "many"], ["--steps", "'many'"]),
+        (["--data", str(corpus), "--steps", "5", "--device", "tpu"],
+         ["--device", "invalid choice"]),
+        (["--data", str(corpus), "--steps", "5", "--vocab-size", "100"],
+         ["--vocab-size must be at least 256"]),
+        (["--data", str(corpus), "--steps", "5", "--d-model", "15"],
+         ["--d-model (15) must be divisible by --num-heads (2)"]),
+        (["--data", str(corpus), "--steps", "5", "--d-model", "18"],
+         ["--d-model / --num-heads (9) must be even"]),
+        (["--data", str(corpus), "--steps", "5", "--resume"],
+         ["--resume", "no checkpoint.pt"]),
+        (["--data", str(corpus), "--steps", "5", "--resume", "--force"],
+         ["--resume and --force"]),
+        (["--steps", "5"], ["--data"]),
+    ]
+    for argv, needles in cases:
+        _fails(capsys, cli.train_main, [*base, *argv], *needles)
+    assert not Path(out).exists()  # no failed run left a folder behind
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps"])
+def test_train_refuses_an_unavailable_device(tmp_path, corpus, capsys, device):
+    available = {"cuda": torch.cuda.is_available(),
+                 "mps": torch.backends.mps.is_available()}[device]
+    if available:
+        pytest.skip(f"{device} is available here")
+    _fails(capsys, cli.train_main, ["--data", str(corpus), "--steps", "2", "--out",
+                                    str(tmp_path / "run"), "--device", device, *TINY],
+           f"--device {device} is not available")
+
+
+def test_train_resume_refuses_another_configuration(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    args = ["--data", str(corpus), "--out", str(out), *TINY]
+    assert cli.train_main([*args, "--steps", "5"]) == 0
+    capsys.readouterr()
+    _fails(capsys, cli.train_main, [*args, "--steps", "8", "--resume",
+                                    "--d-model", "32"],
+           "--d-model 16, not 32", "another configuration")
+    _fails(capsys, cli.train_main, [*args, "--steps", "5", "--resume"],
+           "has done 5 steps", "--steps above 5")
+    # a config.json that no longer matches the weights
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    config["model"]["num_layers"] = 2
+    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    _fails(capsys, cli.train_main, ["--data", str(corpus), "--out", str(out),
+                                    "--steps", "8", "--resume"],
+           "does not fit its config.json", "another configuration")
+    _fails(capsys, cli.generate_main, ["--checkpoint", str(out), "--prompt", "To"],
+           "does not fit its config.json")
+
+
+# --- llmlab-generate ----------------------------------------------------------------
+
+
+def test_generate_continues_the_prompt_reproducibly(trained, capsys):
+    args = ["--checkpoint", str(trained), "--prompt", "To be", "--max-new-tokens",
+            "20", "--seed", "3"]
+    assert cli.generate_main(args) == 0
+    first = capsys.readouterr().out
+    assert cli.generate_main(args) == 0
+    assert capsys.readouterr().out == first and first.startswith("To be")
+    assert cli.generate_main([*args, "--no-kv-cache"]) == 0
+    assert capsys.readouterr().out == first  # the cache changes nothing
+    assert cli.generate_main([*args[:-2], "--greedy"]) == 0
+    assert capsys.readouterr().out.startswith("To be")
+    assert cli.generate_main(["--checkpoint", str(trained / "checkpoint.pt"),
+                              "--prompt", "x", "--top-k", "3", "--top-p", "0.9",
+                              "--max-new-tokens", "3"]) == 0
+    assert capsys.readouterr().out.startswith("x")
+
+
+def test_generate_bad_inputs(tmp_path, trained, capsys):
+    ok = ["--checkpoint", str(trained), "--prompt", "To"]
+    cases = [
+        (["--checkpoint", str(tmp_path / "nope"), "--prompt", "x"],
+         ["--checkpoint", "does not exist"]),
+        (["--checkpoint", str(tmp_path), "--prompt", "x"],
+         ["--checkpoint", "holds no checkpoint.pt"]),
+        (["--checkpoint", str(trained), "--prompt", ""], ["--prompt is empty"]),
+        ([*ok, "--temperature", "0"], ["--temperature", "positive number"]),
+        ([*ok, "--temperature", "nan"], ["--temperature", "positive number"]),
+        ([*ok, "--temperature", "-1"], ["--temperature"]),
+        ([*ok, "--top-k", "0"], ["--top-k", "positive integer"]),
+        ([*ok, "--top-k", "300"], ["top_k (300) must be at most vocab_size (256)"]),
+        ([*ok, "--top-p", "0"], ["--top-p"]),
+        ([*ok, "--top-p", "1.5"], ["--top-p", "(0, 1]"]),
+        ([*ok, "--max-new-tokens", "0"], ["--max-new-tokens"]),
+        ([*ok, "--device", "tpu"], ["--device", "invalid choice"]),
+        (["--prompt", "x"], ["--checkpoint"]),
+    ]
+    for argv, needles in cases:
+        _fails(capsys, cli.generate_main, argv, *needles)
+
+
+# --- the real command line ----------------------------------------------------------
+
+
+def _command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "llmlab.cli", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_command_line_end_to_end(tmp_path, corpus):
+    done = _command("train", "--data", str(corpus), "--steps", "5", "--out", "run",
+                    *TINY, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "checkpoint: run/checkpoint.pt" in done.stdout
+    again = _command("train", "--data", str(corpus), "--steps", "5", "--out", "run",
+                     cwd=tmp_path)
+    assert again.returncode == 2 and again.stdout == ""
+    assert again.stderr.strip().count("\n") == 0 and "--force" in again.stderr
+    text = _command("generate", "--checkpoint", "run", "--prompt", "The",
+                    "--max-new-tokens", "8", cwd=tmp_path)
+    assert text.returncode == 0 and text.stdout.startswith("The"), text.stderr
+
+
+def test_console_scripts_name_the_entry_points():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    scripts = meta["project"]["scripts"]
+    assert scripts == {"llmlab-train": "llmlab.cli:train_main",
+                       "llmlab-generate": "llmlab.cli:generate_main"}
+    for target in scripts.values():
+        module, name = target.split(":")
+        assert callable(getattr(__import__(module, fromlist=[name]), name))
+    assert any(d.startswith("tqdm") for d in meta["project"]["dependencies"])
+    assert llmlab.__version__

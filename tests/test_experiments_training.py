@@ -1,0 +1,186 @@
+"""llmlab.experiments.training on reduced settings: structure, and what must hold."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmlab.experiments import training as exp
+from llmlab.models.llama import TransformerLM
+
+torch.set_num_threads(1)
+
+
+def _plain(value: object) -> bool:
+    """True if ``value`` holds only numbers, strings, lists, dataclasses, tensors."""
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if dataclasses.is_dataclass(value):
+        return all(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return False
+
+
+def test_the_module_never_imports_the_report_layer():
+    source = Path(exp.__file__).read_text(encoding="utf-8")
+    assert "llmlab.report" not in source and "import report" not in source
+
+
+def test_loss_at_init_is_about_log_vocab():
+    r = exp.run_loss_at_init(vocab_sizes=(64, 512), d_model=16, context_length=8)
+    assert _plain(r)
+    for loss, log_v, ppl, ref in zip(r.losses, r.log_vocab, r.perplexities,
+                                     r.torch_losses):
+        assert abs(loss - log_v) < 0.1 * log_v  # untrained: close to uniform
+        assert ppl == pytest.approx(math.exp(loss)) and loss == pytest.approx(ref)
+    assert math.isinf(r.naive_loss) and r.stable_loss == pytest.approx(2000.0)
+
+
+def test_adamw_check_agrees_with_torch():
+    r = exp.run_adamw_check(steps=15)
+    assert len(r.max_abs_diff) == 15 and r.final_max_abs_diff < 1e-5
+    assert r.losses_ours == pytest.approx(r.losses_torch, abs=1e-4)
+    assert r.losses_ours[-1] < r.losses_ours[0]
+
+
+def test_lr_schedule_warms_up_decays_and_floors():
+    r = exp.run_lr_schedule(1.0, 0.1, 5, 20, 25)
+    assert r.learning_rates[0] == 0.0 and r.learning_rates[5] == 1.0
+    assert max(r.learning_rates) == 1.0
+    assert r.learning_rates[20:] == [pytest.approx(0.1)] * 5
+    decay = r.learning_rates[5:21]
+    assert all(a >= b for a, b in zip(decay, decay[1:]))
+
+
+def test_gradient_clipping_matches_torch_and_only_rescales():
+    r = exp.run_gradient_clipping(max_l2_norm=0.05)
+    assert r.norm_before > r.max_l2_norm
+    assert r.norm_after == pytest.approx(r.max_l2_norm, rel=1e-4)
+    assert r.norm_before == pytest.approx(r.torch_norm_before, rel=1e-6)
+    assert r.max_grad_diff < 1e-7 and r.direction_cosine == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs():
+    kwargs = dict(steps=30, batch_size=4, context_length=32, d_model=32, d_ff=64,
+                  eval_every=10, sample_rows=(1, 1, 2), sample_tokens=40)
+    return {c: exp.run_training_run(corpus=c, **kwargs) for c in exp.CORPORA}
+
+
+def test_training_runs_learn_and_report_plain_data(tiny_runs):
+    for corpus, r in tiny_runs.items():
+        assert _plain(r) and pickle.loads(pickle.dumps(r)).corpus == corpus
+        assert r.settings.steps == 30 and r.iterations == list(range(1, 31))
+        assert r.val_iterations == [0, 10, 20, 30]
+        assert r.val_losses[0] > 0.9 * r.log_vocab  # untrained: about ln 256
+        assert r.val_loss_vs_uniform < 0.75  # even 30 tiny steps learn a lot
+        assert r.tokens_seen == 30 * 4 * 32
+        assert r.flops == 6 * r.n_non_embedding * r.tokens_seen
+        assert r.n_parameters - r.n_non_embedding == 256 * 32
+        assert [s.iteration for s in r.samples] == [0, 15, 30]
+        assert [len(s.texts) for s in r.samples] == [1, 1, 2]
+        assert len(r.learning_rates) == len(r.grad_norms) == 30
+        assert 0 <= r.clipped_steps <= 30
+
+
+def test_training_run_rebuilds_its_model(tiny_runs):
+    r = tiny_runs["shakespeare"]
+    model = r.model()
+    assert isinstance(model, TransformerLM) and not model.training
+    assert torch.equal(model.lm_head.weight, r.state_dict["lm_head.weight"])
+
+
+def test_tang_run_counts_poem_lines(tiny_runs):
+    r = tiny_runs["tang"]
+    assert r.prompt.endswith("\n") and exp.poem_line_has_shape(r.prompt[:-1])
+    assert r.corpus_lines > 1000 and r.corpus_shape_share > 0.9
+    assert all(0 <= s.shaped_lines <= s.lines for s in r.samples)
+
+
+def test_training_run_bad_corpus():
+    with pytest.raises(ValueError, match=r"corpus must be one of shakespeare, tang"):
+        exp.run_training_run(corpus="klingon")
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("秦川雄帝宅，函谷壯皇居。", True),
+    ("白日依山盡，黃河入海流。", True),
+    ("何如肆轍跡？萬里賞瑤池。", True),
+    ("洛陽城裏見秋風，欲作家書意萬重。", True),
+    ("伊我軒宮，奇樹青葱。", False),  # 4 + 4
+    ("秦川雄帝宅，函谷壯皇居", False),  # no full stop
+    ("秦川雄帝宅，函谷壯皇居。秦", False),  # something after it
+    ("秦川雄帝，函谷壯皇居。", False),  # 4 + 5
+    ("太常具禮方告成。", False),  # one half
+    ("abcde，fghij。", False),  # not Chinese characters
+])
+def test_poem_line_shape(line, expected):
+    assert exp.poem_line_has_shape(line) is expected
+
+
+def test_poem_shape_share_counts_lines():
+    text = "白日依山盡，黃河入海流。\n\n伊我軒宮，奇樹青葱。\n欲窮千里目，更上一層"
+    assert exp.poem_shape_share(text) == (1, 2)  # the cut last line is not counted
+    assert exp.poem_shape_share(text, drop_last=False) == (1, 3)
+    assert exp.poem_shape_share("") == (0, 0)
+
+
+def test_sampling_rules_and_distributions():
+    r = exp.run_sampling(max_new_tokens=12, n_top=5)
+    assert _plain(r) and len(r.texts) == len(r.rules) == 6
+    assert r.rules[0] == "greedy"
+    for dist, rule, kept in zip(r.distributions, r.distribution_rules, r.kept):
+        assert len(dist) == 5 and all(p >= 0 for p in dist)
+        if rule == "top_k=5":
+            assert kept == 5 and sum(dist) == pytest.approx(1.0, abs=1e-5)
+        if rule.startswith("temperature"):
+            assert kept == 256
+    t = dict(zip(r.distribution_rules, r.entropies))
+    assert t["temperature=0.5"] < t["temperature=1.0"] < t["temperature=1.5"]
+    assert t["top_k=5"] < t["temperature=1.0"]
+
+
+def test_kv_cache_check_equal_logits_and_memory():
+    r = exp.run_kv_cache_check(prompt_lengths=(1, 5), context_length=16, d_model=32)
+    assert max(r.max_abs_diff) < 1e-4
+    assert r.formula_bytes == r.tensor_bytes and r.tokens[-1] == 16
+    assert r.llama2_7b_bytes_per_token == 2 * 32 * 32 * 128 * 2  # 512 KiB
+    assert r.llama2_7b_full_context_bytes == 2**31  # 2 GiB at 4,096 tokens
+
+
+def test_checkpoint_resume_is_bit_for_bit():
+    r = exp.run_checkpoint_resume(steps_each=3)
+    assert r.weights_equal and r.losses_equal and r.max_abs_diff == 0.0
+    assert not r.without_generator_equal and r.without_generator_max_abs_diff > 0
+    assert {"model", "optimizer", "iteration", "rng"} <= set(r.checkpoint_keys)
+
+
+def test_reference_model_computes_the_same_function():
+    torch.manual_seed(0)
+    ours = TransformerLM(50, 16, 32, 2, 4, 64)
+    ref = exp.TorchReferenceLM(50, 16, 32, 2, 4, 64).load_from(ours)
+    ids = torch.randint(0, 50, (2, 16))
+    torch.testing.assert_close(ref(ids), ours(ids), atol=1e-5, rtol=1e-5)
+
+
+def test_timings_report_machine_and_positive_rates():
+    settings = exp.TinyLMSettings(context_length=16, d_model=16, d_ff=32,
+                                  batch_size=2)
+    seen = []
+    t = exp.time_training_throughput(repeats=2, steps=2, settings=settings,
+                                     on_repeat=lambda *a: seen.append(a))
+    assert len(t.ours) == len(t.torch) == 2 and len(seen) == 2
+    assert t.ratio > 0 and "thread" in t.machine
+    g = exp.time_generation(context_length=20, d_model=16, repeats=1)
+    assert g.lengths == sorted(g.lengths) and g.lengths[-1] == 20
+    assert len(g.ms_cached) == len(g.ms_uncached) == len(g.lengths)
+    assert g.tokens_per_s_cached > 0 and g.tokens_per_s_uncached > 0
+    assert "thread" in g.machine
