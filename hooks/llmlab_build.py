@@ -1,11 +1,12 @@
 """MkDocs hook: the site's build glue, through documented seams only.
 
-1. Experiments and notebooks are computed before the pages render, by the
-   plain program ``python -m llmlab.precompute`` (run here in ``on_pre_build``
-   when its inputs changed, in a process of its own). Pages read results from
-   the content-addressed cache with ``LLMLAB_CACHE_MISS=error``: a call that the
-   manifest ``docs/experiments.toml`` does not list fails the build, and so does
-   a page that calls what the manifest lists for another page.
+1. Experiments and notebooks are computed by the plain program
+   ``python -m llmlab.precompute`` (started here in ``on_pre_build`` when its
+   inputs changed, in a process of its own, while the pages render). Pages read
+   results from the content-addressed cache (``LLMLAB_CACHE_MISS``: wait for
+   precompute, never compute): a call that the manifest ``docs/experiments.toml``
+   does not list fails the build, and so does a page that calls what the
+   manifest lists for another page.
 2. markdown-exec has no cache and runs each page once per language. Its python
    fence gets our formatter instead: markdown-exec's documented ``base_format``
    with a ``run`` that keeps each block's output (in memory and on disk), keyed
@@ -13,9 +14,10 @@
    versions, and keeps the HTML made of it, so a build where nothing changed,
    or a ``serve`` rebuild after a prose edit, runs no block. Blocks run with
    ``LLMLAB_LANG`` set to the page's language (``llmlab.report`` renders in it).
-3. Notebook pages are stub pages (``docs/<lang>/examples/<name>.md``) that
-   include, with ``pymdownx.snippets``, the Markdown precompute wrote for that
-   language; their ``.ipynb`` and ``.py`` downloads are added as generated files.
+3. Notebook pages are stub pages (``docs/<lang>/notebooks/<name>.md``, rendered
+   after the lectures) that include, with ``pymdownx.snippets``, the Markdown
+   precompute wrote for that language; their ``.ipynb`` and ``.py`` downloads
+   are copied next to them.
 4. Browsers other than Firefox show a line break between two Chinese
    characters as a space: such breaks are dropped from each page's HTML.
 5. Material's language selector reads ``sitemap.xml`` in each language folder
@@ -46,7 +48,6 @@ from typing import Any
 from markdown_exec import ExecutionError, base_format, code_block
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread is fastest
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,9 +59,9 @@ STATE: dict[str, Any] = {}  # this build
 _TMP: list[Any] = []  # the cache folder of LLMLAB_CACHE=0 builds, removed at exit
 
 
-def _nested(config: Any) -> bool:
-    """True inside the other-language builds that static-i18n runs itself."""
-    return bool(getattr(config.plugins.get("i18n"), "building", False))
+def _language(config: Any) -> str:
+    """The language being built: static-i18n sets the theme's for each one."""
+    return config.theme.get("language") or LANGUAGES[0]
 
 
 def _sha(*parts: Any) -> str:
@@ -81,20 +82,44 @@ def _cache_dir() -> Path:
     return Path(os.environ["LLMLAB_CACHE_DIR"])
 
 
-def _precompute(config: Any) -> dict[str, Any]:
+def _start_precompute(config: Any) -> None:
+    """Run ``python -m llmlab.precompute`` if its inputs changed since its last run.
+
+    On POSIX it runs while the pages render: a block that needs a result it has
+    not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
+    build waits for it first.
+    """
     from llmlab.precompute import REPORT, stamp
 
-    folder = STATE["cache"]
     docs = Path(config.docs_dir)
     manifest, examples = docs / "experiments.toml", docs.parent / "examples"
-    report = folder / REPORT
-    current = stamp(manifest, examples)
-    if not report.is_file() or json.loads(report.read_text("utf-8")).get("stamp") != current:
-        command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
-                   "--examples", str(examples), "--cache-dir", str(folder)]
-        if subprocess.run(command, cwd=docs.parent).returncode != 0:
-            raise PluginError(f"`{' '.join(command[1:])}` failed: see its output above")
-    return json.loads(report.read_text("utf-8"))
+    report = STATE["cache"] / REPORT
+    os.environ["LLMLAB_CACHE_MISS"] = "error"
+    if report.is_file() and json.loads(report.read_text("utf-8")).get("stamp") == stamp(
+            manifest, examples):
+        return
+    command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
+               "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
+    STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
+    if os.name == "posix":
+        os.environ.update(LLMLAB_CACHE_MISS="wait",
+                          LLMLAB_PRECOMPUTE_PID=str(STATE["process"].pid))
+    else:
+        _precompute_report()
+
+
+def _precompute_report() -> dict[str, Any]:
+    """What precompute did, once it has finished."""
+    process = STATE.pop("process", None)
+    if process is not None:
+        if process.wait() != 0:
+            raise PluginError(f"`{' '.join(process.args[1:])}` failed: see its output above")
+        os.environ["LLMLAB_CACHE_MISS"] = "error"
+    if "precompute" not in STATE:
+        from llmlab.precompute import REPORT
+
+        STATE["precompute"] = json.loads((STATE["cache"] / REPORT).read_text("utf-8"))
+    return STATE["precompute"]
 
 
 def on_config(config: Any) -> Any:
@@ -112,14 +137,16 @@ def on_config(config: Any) -> Any:
 
 @event_priority(100)
 def on_pre_build(config: Any) -> None:
-    if _nested(config):
+    # static-i18n builds the other languages inside the first one's on_post_build:
+    # the builds nest, and the outer one is where this build's work is done
+    STATE["depth"] = STATE.get("depth", 0) + 1
+    if STATE["depth"] > 1:
         return
     for name in [m for m in sys.modules if m == "llmlab" or m.startswith("llmlab.")]:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
     STATE.clear()
-    STATE.update(cache=_cache_dir(), blocks=[], runs={}, started=time.perf_counter())
-    STATE["precompute"] = _precompute(config)
-    os.environ["LLMLAB_CACHE_MISS"] = "error"
+    STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, started=time.perf_counter())
+    _start_precompute(config)
     from importlib.metadata import version
 
     STATE["versions"] = [version("torch"), version("markdown-exec"), sys.version]
@@ -221,36 +248,28 @@ def _format_block(source: str, language: str, css_class: str, options: dict[str,
 @event_priority(100)
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
     STATE["page"] = page.file.src_uri
+    if "/notebooks/" in page.file.src_uri:
+        _precompute_report()  # its Markdown is written once every notebook has run
     language = page.file.src_uri.split("/", 1)[0]
     os.environ["LLMLAB_LANG"] = language if language in LANGUAGES else LANGUAGES[0]
     return markdown
 
 
-def _check_manifest(page: str) -> None:
-    """The experiments the page's blocks called are the ones the manifest lists for it."""
-    rel = page.split("/", 1)[1]
-    listed = {k for entry in STATE["precompute"]["pages"].get(rel, []) for k in entry["keys"]}
-    called = {(name, key) for name, key in STATE["runs"].get(page, [])}
-    stray = sorted(name for name, key in called if key not in listed)
-    if stray:
-        raise PluginError(f"{page} calls {', '.join(stray)} with arguments that "
-                          f"docs/experiments.toml does not list under [\"{rel}\"]")
+def _check_manifest() -> None:
+    """The experiments each page's blocks called are the ones the manifest lists for it."""
+    pages = _precompute_report()["pages"]
+    for page, runs in STATE["runs"].items():
+        rel = page.split("/", 1)[1]
+        listed = {k for entry in pages.get(rel, []) for k in entry["keys"]}
+        stray = sorted({name for name, key in runs if key not in listed})
+        if stray:
+            raise PluginError(f"{page} calls {', '.join(stray)} with arguments that "
+                              f"docs/experiments.toml does not list under [\"{rel}\"]")
 
 
 # --------------------------------------------------------------------------
 # 3. notebook downloads, 4. Chinese line breaks, 5. language links
 # --------------------------------------------------------------------------
-@event_priority(-200)  # after static-i18n has made this language's files
-def on_files(files: Any, config: Any) -> Any:
-    language = getattr(config.plugins.get("i18n"), "current_language", None) or LANGUAGES[0]
-    prefix = "" if language == LANGUAGES[0] else f"{language}/"
-    for path in sorted((STATE["cache"] / "site" / language / "examples").glob("*")):
-        if path.suffix in (".ipynb", ".py"):
-            files.append(File.generated(config, f"{prefix}examples/{path.stem}/{path.name}",
-                                        abs_src_path=str(path)))
-    return files
-
-
 _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # with full-width punctuation
 _CJK_BREAK = re.compile(f"(?<=[{_CJK}])[ \t]*\n[ \t]*(?=[{_CJK}])")
 _VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2>)", re.S | re.I)
@@ -264,7 +283,6 @@ def join_cjk_lines(html: str) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    _check_manifest(page.file.src_uri)
     return join_cjk_lines(html)
 
 
@@ -298,9 +316,17 @@ def on_env(env: Any, config: Any, files: Any) -> Any:  # noqa: ARG001
 
 @event_priority(-200)  # after static-i18n has built every language
 def on_post_build(config: Any) -> None:
-    if _nested(config):
+    STATE["depth"] -= 1
+    if STATE["depth"]:
         return
+    _check_manifest()
     site = Path(config.site_dir)
+    for language in LANGUAGES:  # 3. the notebooks' downloads, next to their pages
+        prefix = "" if language == LANGUAGES[0] else f"{language}/"
+        for path in (STATE["cache"] / "site" / language / "notebooks").glob("*.*"):
+            if path.suffix in (".ipynb", ".py") and (site / prefix / "notebooks").is_dir():
+                (site / prefix / "notebooks" / path.stem).mkdir(exist_ok=True)
+                shutil.copyfile(path, site / prefix / "notebooks" / path.stem / path.name)
     for language in LANGUAGES[1:]:
         for name in ("sitemap.xml", "sitemap.xml.gz"):
             if (site / name).is_file() and (site / language).is_dir():
@@ -313,3 +339,9 @@ def on_post_build(config: Any) -> None:
               "precompute": STATE["precompute"]}
     (site / "build-report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False),
                                             encoding="utf-8")
+
+
+def on_build_error(error: Exception) -> None:  # noqa: ARG001
+    STATE["depth"] = 0  # the next build (a `serve` rebuild) starts afresh
+    if "process" in STATE:
+        STATE.pop("process").wait()

@@ -95,7 +95,7 @@ def page_paths(lang: str) -> list[str]:
     """Relative paths (``lectures/x.md``) of the Markdown pages of one language."""
     base = DOCS / lang
     return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.md")
-                  if "examples" not in p.relative_to(base).parts)
+                  if "notebooks" not in p.relative_to(base).parts)
 
 
 def read_page(lang: str, rel: str) -> str:

@@ -124,15 +124,15 @@ def test_home_page_loads_clean(watched, rel: str, lang: str, title: str) -> None
 
 def test_language_switch_stays_on_the_same_page(watched, site_server) -> None:
     w = watched()
-    w.goto("examples/quickstart/")
+    w.goto("notebooks/quickstart/")
     w.page.locator(".md-header__option .md-select").hover()
     w.page.locator('a.md-select__link[hreflang="en"]').click()
     w.page.wait_for_load_state("networkidle")
-    assert w.page.url == site_server + "en/examples/quickstart/"
+    assert w.page.url == site_server + "en/notebooks/quickstart/"
     w.page.locator(".md-header__option .md-select").hover()
     w.page.locator('a.md-select__link[hreflang="zh"]').click()
     w.page.wait_for_load_state("networkidle")
-    assert w.page.url == site_server + "examples/quickstart/"
+    assert w.page.url == site_server + "notebooks/quickstart/"
     w.check_clean()
 
 
@@ -156,7 +156,7 @@ def test_search_finds_a_word_inside_a_sentence(watched, rel: str, query: str) ->
 
 def test_formula_is_typeset_by_bundled_katex(watched) -> None:
     w = watched()
-    w.goto("examples/quickstart/")
+    w.goto("notebooks/quickstart/")
     w.page.locator(".katex").first.wait_for(timeout=10_000)
     assert w.page.locator(".katex").count() >= 1
     assert w.page.locator(".katex-error").count() == 0

@@ -75,3 +75,15 @@ def test_print_detector_detects_prints(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    print('x')\n", encoding="utf-8")
     assert _print_calls(sample) == [2]
+
+
+def test_the_repository_has_no_symbolic_links() -> None:
+    """A Windows clone (core.symlinks off) would get text files in their place."""
+    import subprocess
+
+    root = SRC.parent.parent
+    listing = subprocess.run(["git", "ls-files", "-s"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    assert listing, "not a git checkout"
+    links = [line.split("\t", 1)[1] for line in listing if line.startswith("120000 ")]
+    assert links == [], f"symbolic links in the repository: {links}"

@@ -113,7 +113,7 @@ def test_blocks_run_once_per_language(built_site) -> None:
 
 def _notebook(built_site, lang: str, name: str) -> dict:
     prefix = "" if lang == "zh" else "en/"
-    return json.loads(built_site.html(f"{prefix}examples/{name}/{name}.ipynb"))
+    return json.loads(built_site.html(f"{prefix}notebooks/{name}/{name}.ipynb"))
 
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -124,14 +124,14 @@ def test_notebooks_per_language(built_site, name: str) -> None:
     """One executed notebook: prose in each page's language, the same code and outputs."""
     pages = {}
     for lang, prefix in (("zh", ""), ("en", "en/")):
-        soup = BeautifulSoup(built_site.html(f"{prefix}examples/{name}/index.html"),
+        soup = BeautifulSoup(built_site.html(f"{prefix}notebooks/{name}/index.html"),
                              "html.parser")
         article = soup.select_one("article")
         assert article.select("div.highlight"), f"{lang} {name}: no code"
         assert "# %%" not in article.get_text(), f"{lang} {name}: raw jupytext shown"
         for ext in ("ipynb", "py"):  # the downloads, in this language
             assert article.select_one(f'a[href="{name}.{ext}"][download]'), (lang, name, ext)
-            assert (built_site.site_dir / f"{prefix}examples/{name}/{name}.{ext}").is_file()
+            assert (built_site.site_dir / f"{prefix}notebooks/{name}/{name}.{ext}").is_file()
         pages[lang] = article
     code = {lang: [d.get_text() for d in a.select("div.language-python")]
             for lang, a in pages.items()}
@@ -200,10 +200,10 @@ def test_no_page_loads_anything_from_another_host(built_site) -> None:
 
 
 def test_language_switcher_works_under_the_sub_path(built_site) -> None:
-    soup = BeautifulSoup(built_site.html("en/examples/quickstart/index.html"), "html.parser")
+    soup = BeautifulSoup(built_site.html("en/notebooks/quickstart/index.html"), "html.parser")
     links = {a["hreflang"]: a["href"] for a in soup.select("a.md-select__link[hreflang]")}
     assert links["en"] == "./"
-    assert links["zh"] == "../../../examples/quickstart/"
+    assert links["zh"] == "../../../notebooks/quickstart/"
     home = BeautifulSoup(built_site.html("index.html"), "html.parser")
     alt = {a["hreflang"]: a["href"] for a in home.select("a.md-select__link[hreflang]")}
     # Absolute links must carry the sub-path; relative ones resolve under it.
@@ -227,7 +227,7 @@ def test_wrapped_chinese_prose_has_no_stray_spaces(built_site) -> None:
         assert match is None, f"{page}: {match.group(0)!r}"
     # wrapped in the sources, joined in the pages: a lecture and a notebook
     assert "每一讲都从最小的零件（点积" in (built_site.site_dir / "index.html").read_text("utf-8")
-    notebook = built_site.site_dir / "examples" / "copy_task_heads" / "index.html"
+    notebook = built_site.site_dir / "notebooks" / "copy_task_heads" / "index.html"
     assert "它的权重就集中在对角线下方" in notebook.read_text(encoding="utf-8")
 
 

@@ -15,10 +15,11 @@ Experiments (``run_<name>(..., seed=0) -> <Name>Result``) are decorated with
 Two layers serve a hit: an in-process memo, always on, and an on-disk store,
 on when ``LLMLAB_CACHE_DIR`` names a folder and ``LLMLAB_CACHE`` is not ``0``.
 Because the key covers the code, a stale result is never served: an edited
-function simply misses. With ``LLMLAB_CACHE_MISS=error`` a miss raises
+function simply misses. With ``LLMLAB_CACHE_MISS=error`` (or ``wait``, while
+``python -m llmlab.precompute`` is still computing) a miss raises
 :class:`NotPrecomputedError` instead of computing: the site's build sets it, so
-a page can only show what ``python -m llmlab.precompute`` computed from the
-manifest. Every call is recorded in :data:`RUN_LOG`.
+a page can only show what precompute computed from the manifest. Every call is
+recorded in :data:`RUN_LOG`.
 
 This module's own source is not part of any key: it decides where results are
 kept, not what they are.
@@ -343,14 +344,34 @@ def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def _miss(name: str, kwargs: dict[str, Any]) -> None:
-    if os.environ.get("LLMLAB_CACHE_MISS", "").strip().lower() == "error":
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # POSIX: signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:
+    """A result is missing: ``LLMLAB_CACHE_MISS`` says whether this process computes it.
+
+    Unset: it does. ``error``: raise :class:`NotPrecomputedError`. ``wait``: while
+    the process ``LLMLAB_PRECOMPUTE_PID`` (``python -m llmlab.precompute``) runs,
+    wait for it to store the result at ``path``; raise if it ends first.
+    """
+    policy = os.environ.get("LLMLAB_CACHE_MISS", "").strip().lower()
+    if policy == "wait" and path is not None:
+        pid = int(os.environ["LLMLAB_PRECOMPUTE_PID"])
+        while not path.exists() and _running(pid):
+            time.sleep(0.05)
+        if path.exists():
+            return
+    if policy in ("error", "wait"):
         call = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise NotPrecomputedError(
-            f"{name}({call}) was not precomputed (LLMLAB_CACHE_MISS=error): list the "
-            "call under its page in docs/experiments.toml, then run "
-            "`python -m llmlab.precompute`"
-        )
+            f"{name}({call}) was not precomputed (LLMLAB_CACHE_MISS={policy}): list "
+            "the call under its page in docs/experiments.toml, then run "
+            "`python -m llmlab.precompute`")
 
 
 def cached(
@@ -391,15 +412,16 @@ def cached(
             folder = cache_dir()
             bound = _bound_arguments(fn, args, kwargs)
             if folder is None:
-                _miss(name, bound)
+                _miss(name, bound, None)
                 _MEMORY[key], source = _timed(fn, bound), "computed"
             else:
                 path = folder / f"{key}.pkl"
+                if not path.exists():
+                    _miss(name, bound, path)
                 with _key_lock(path):
                     if path.exists():
                         _MEMORY[key], source = _load(path), "disk"
                     else:
-                        _miss(name, bound)
                         _MEMORY[key], source = _timed(fn, bound), "computed"
                         _store(path, _MEMORY[key])
         result, compute_seconds = _MEMORY[key]

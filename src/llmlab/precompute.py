@@ -8,9 +8,9 @@ The manifest (``docs/experiments.toml``) names, per page, the experiments its
 blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab``) in worker processes, costliest first, each split experiment's
-parts side by side and timings last, alone. Then it executes every notebook in
-``examples/`` once and writes, per language, the notebook page's Markdown and its
-``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/examples/``. The
+parts side by side (timings first, alone). Then it executes every notebook in
+``examples/`` once (in IPython, a fresh process each) and writes, per language, the notebook page's Markdown and its
+``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/notebooks/``. The
 site's pages read the results from the cache; a call that is not in the
 manifest misses there and fails the build. A run whose inputs (``llmlab``'s
 source, the manifest, the notebooks, the versions) have not changed since the
@@ -34,7 +34,7 @@ import os
 import sys
 import time
 import tomllib
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -84,7 +84,7 @@ def stamp(manifest: str | Path, examples: str | Path) -> str:
     digest = hashlib.sha256(cache.source_hash().encode())
     for path in [Path(manifest), *sorted(Path(examples).glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    for package in ("torch", "nbclient", "ipykernel", "jupytext"):
+    for package in ("torch", "ipython", "jupytext"):
         digest.update(metadata.version(package).encode())
     digest.update(sys.version.encode() + json.dumps(cache.machine_fingerprint()).encode())
     return digest.hexdigest()
@@ -134,20 +134,20 @@ def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], li
         for job in jobs:
             if not (folder / f"{job['key']}.pkl").exists():
                 todo.setdefault(job["key"], job)
-    # leaves (parts, plain experiments) side by side, costliest first; then the
-    # parents, which read their parts from the cache; then timings, one at a time
+    # timings first, one at a time, before the workers start; then the parts and
+    # plain experiments side by side, the cheap ones first (the site's pages may be
+    # waiting for them), the costly ones costliest first (none left to run alone at
+    # the end); then the parents, which read their parts from the cache
     leaves = sorted((j for j in todo.values() if not j["parent"] and not j["machine"]),
-                    key=lambda j: -j["cost"])
-    stages = [leaves, [j for j in todo.values() if j["parent"]],
-              [j for j in todo.values() if j["machine"]]]
+                    key=lambda j: (j["cost"] > 0, -j["cost"]))
     done = []
-    with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
-        for stage in stages[:2]:
-            for job, (_, seconds) in zip(stage, pool.map(_compute, stage)):
-                done.append({**job, "seconds": seconds})
-    for job in stages[2]:  # alone: nothing else runs while a timing is taken
+    for job in (j for j in todo.values() if j["machine"]):
         with ProcessPoolExecutor(1, mp_context=_context()) as pool:
             done.append({**job, "seconds": pool.submit(_compute, job).result()[1]})
+    with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
+        for stage in (leaves, [j for j in todo.values() if j["parent"]]):
+            for job, (_, seconds) in zip(stage, pool.map(_compute, stage)):
+                done.append({**job, "seconds": seconds})
     return done, planned
 
 
@@ -200,33 +200,71 @@ def notebook_markdown(nb: Any, name: str, lang: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _execute(path: Path, folder: Path) -> tuple[str, float | None]:
-    """Execute the notebook at ``path`` into the cache (``None``: it was there)."""
+def _execute(path: str, out: str) -> None:
+    """Run the notebook at ``path`` cell by cell in IPython; write it with its outputs.
+
+    Runs in a process of its own (forked on Linux from this one, with torch,
+    IPython and matplotlib imported once), in the notebook's folder, as a kernel
+    would. A cell's printed text is shown before what it displays.
+    """
     import jupytext
     import nbformat
-    from nbclient import NotebookClient
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
 
-    source = path.read_text(encoding="utf-8")
-    key = hashlib.sha256(json.dumps([source, cache.snippet_hash(source), stamp_versions()])
-                         .encode()).hexdigest()
-    out = folder / "notebooks" / f"{key}.ipynb"
-    if out.exists():
-        return key, None
-    start = time.perf_counter()
-    nb = jupytext.reads(source, fmt="py:percent")
-    # the kernel listens on localhost only; its warning about plain TCP is noise here
-    NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=False,
-                   extra_arguments=["--log-level=ERROR"],
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    os.chdir(Path(path).parent)
+    nb = jupytext.read(path)
+    shell = InteractiveShell.instance()
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        with capture_output() as captured:
+            result = shell.run_cell(cell.source, store_history=False)
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            raise RuntimeError(f"{Path(path).name}, code cell {i + 1}: "
+                               f"{type(error).__name__}: {error}") from error
+        cell.outputs = [nbformat.v4.new_output("stream", name=name, text=text)
+                        for name, text in (("stdout", captured.stdout),
+                                           ("stderr", captured.stderr)) if text]
+        cell.outputs += [nbformat.v4.new_output("display_data", data=o.data,
+                                                metadata=o.metadata)
+                         for o in captured.outputs]
+    tmp = Path(f"{out}.{os.getpid()}.tmp")
     tmp.write_text(nbformat.writes(nb), encoding="utf-8")
     tmp.replace(out)
-    return key, time.perf_counter() - start
 
 
-def stamp_versions() -> list[str]:
-    return [metadata.version(p) for p in ("torch", "nbclient", "ipykernel", "jupytext")]
+def _notebook_key(path: Path) -> str:
+    source = path.read_text(encoding="utf-8")
+    versions = [metadata.version(p) for p in ("torch", "ipython", "jupytext")]
+    return hashlib.sha256(json.dumps([source, cache.snippet_hash(source), versions])
+                          .encode()).hexdigest()
+
+
+def _execute_all(paths: list[Path], folder: Path, workers: int) -> dict[Path, float]:
+    """Execute every notebook not in ``folder`` yet, ``workers`` processes at a time."""
+    import IPython.core.interactiveshell  # noqa: F401 - imported here once, before forking
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder.mkdir(parents=True, exist_ok=True)
+    pending = [p for p in paths if not (folder / f"{_notebook_key(p)}.ipynb").exists()]
+    running: dict[Path, tuple[Any, float]] = {}
+    seconds: dict[Path, float] = {}
+    while pending or running:
+        while pending and len(running) < max(1, workers):
+            path = pending.pop(0)
+            out = folder / f"{_notebook_key(path)}.ipynb"
+            proc = _context().Process(target=_execute, args=(str(path.resolve()), str(out)))
+            proc.start()
+            running[path] = (proc, time.perf_counter())
+        for path, (proc, start) in list(running.items()):
+            proc.join(timeout=0.02)
+            if proc.exitcode is not None:
+                del running[path]
+                if proc.exitcode:
+                    raise RuntimeError(f"notebook {path} failed: see its traceback above")
+                seconds[path] = time.perf_counter() - start
+    return seconds
 
 
 def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
@@ -234,15 +272,15 @@ def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
     import jupytext
     import nbformat
 
-    folder = cache.cache_dir()
+    executed = cache.cache_dir() / "notebooks"
     paths = sorted(examples.glob("*.py"))
-    with ThreadPoolExecutor(max(1, workers)) as pool:  # each kernel is a process
-        results = list(pool.map(lambda p: _execute(p, folder), paths))
+    seconds = _execute_all(paths, executed, workers)
     report = []
-    for path, (key, seconds) in zip(paths, results):
-        nb = nbformat.read(folder / "notebooks" / f"{key}.ipynb", as_version=4)
+    for path in paths:
+        key = _notebook_key(path)
+        nb = nbformat.read(executed / f"{key}.ipynb", as_version=4)
         for lang in LANGUAGES:
-            site = folder / "site" / lang / "examples"
+            site = cache.cache_dir() / "site" / lang / "notebooks"
             site.mkdir(parents=True, exist_ok=True)
             own = split_notebook(nb, lang)
             files = {f"{path.stem}.md": notebook_markdown(nb, path.stem, lang),
@@ -251,7 +289,7 @@ def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
             for file, text in files.items():
                 if not (site / file).is_file() or (site / file).read_text("utf-8") != text:
                     (site / file).write_text(text, encoding="utf-8")
-        report.append({"notebook": path.name, "key": key[:16], "seconds": seconds})
+        report.append({"notebook": path.name, "key": key[:16], "seconds": seconds.get(path)})
     return report
 
 
