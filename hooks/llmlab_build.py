@@ -203,6 +203,8 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
     if key not in MEMO and disk.is_file():
         MEMO[key], source = json.loads(disk.read_text("utf-8")), "disk"
     elif key not in MEMO:
+        if (id or "").startswith(ALWAYS_RUN):
+            _precompute_report()  # it reports on what precompute did: wait for it
         before = len(cache.RUN_LOG)
         output = _execute(code, f"llmlab_block_{key[:12]}")
         runs = [[r.name, r.key] for r in cache.RUN_LOG[before:]]

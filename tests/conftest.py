@@ -47,6 +47,8 @@ class BuiltSite:
     log: str
     port: int | None = None
     cache_dir: Path | None = None  # the experiment cache this build filled
+    subpath: str = SUBPATH  # where the site is served
+    cold: bool = True  # built here with an empty cache (not LLMLAB_PREBUILT_SITE)
 
     def html(self, rel: str) -> str:
         return (self.site_dir / rel).read_text(encoding="utf-8")
@@ -54,7 +56,21 @@ class BuiltSite:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    """A cold, strict build of the real site (empty experiment cache), under a sub-path."""
+    """A cold, strict build of the real site (empty experiment cache), under a sub-path.
+
+    With ``LLMLAB_PREBUILT_SITE`` (and ``SITE_URL``, the address it was built for),
+    the tests check that build instead (the Pages workflow builds the site once);
+    its experiment cache is ``LLMLAB_CACHE_DIR`` or the checkout's ``.cache/llmlab``.
+    """
+    prebuilt = os.environ.get("LLMLAB_PREBUILT_SITE")
+    if prebuilt:
+        from urllib.parse import urlsplit
+
+        cache = Path(os.environ.get("LLMLAB_CACHE_DIR", ROOT / ".cache" / "llmlab"))
+        subpath = urlsplit(os.environ.get("SITE_URL", "/")).path or "/"
+        return BuiltSite(site_dir=Path(prebuilt).resolve(), seconds=0.0, log="",
+                         port=_free_port(), cache_dir=cache.resolve(),
+                         subpath=subpath.rstrip("/") + "/", cold=False)
     tmp = tmp_path_factory.mktemp("site-build")
     site_dir = tmp / "site"
     port = _free_port()
@@ -81,12 +97,14 @@ def _free_port() -> int:
 
 
 class _SubpathHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site folder at SUBPATH, as a Pages host would; 404 elsewhere."""
+    """Serves the site folder at its sub-path, as a Pages host would; 404 elsewhere."""
+
+    subpath = SUBPATH
 
     def translate_path(self, path: str) -> str:
-        if not path.startswith(SUBPATH):
+        if not path.startswith(self.subpath):
             return str(Path(self.directory) / "__outside_subpath__")
-        return super().translate_path("/" + path[len(SUBPATH):])
+        return super().translate_path("/" + path[len(self.subpath):])
 
     def log_message(self, *args: object) -> None:  # keep test output clean
         pass
@@ -95,11 +113,12 @@ class _SubpathHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def site_server(built_site: BuiltSite):
     """The built site over HTTP on 127.0.0.1, at the port its site_url names."""
-    handler = functools.partial(_SubpathHandler, directory=str(built_site.site_dir))
+    handler = type("Handler", (_SubpathHandler,), {"subpath": built_site.subpath})
+    handler = functools.partial(handler, directory=str(built_site.site_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", built_site.port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{built_site.port}{SUBPATH}"
+    yield f"http://127.0.0.1:{built_site.port}{built_site.subpath}"
     server.shutdown()
     server.server_close()
 

@@ -33,7 +33,8 @@ from pages import fenced_blocks, page_paths, read_page, structure
 PAGES = page_paths("zh")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # a header made of plain English words only (identifiers have _ . ( or digits; these don't)
-_TERMS = {"softmax", "inf", "nan"}  # the names of functions and values, not words
+# the names of functions, values and units, and the toy sentence's tokens: not labels
+_TERMS = {"softmax", "inf", "nan", "FLOPs", *"attention lets each word look back".split()}
 _ENGLISH_WORDS = re.compile(r"(?:(?!d_|n_)[a-z]{3,}[ ,]*){1,}(?: [a-z]+)*", re.I)
 
 
