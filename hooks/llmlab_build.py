@@ -20,7 +20,8 @@
    are copied next to them.
 4. Browsers other than Firefox show a line break between two Chinese
    characters as a space: such breaks are dropped from each page's HTML.
-5. Material's language selector reads ``sitemap.xml`` in each language folder
+5. Figures (data URIs in what blocks print) are written to files of their own.
+6. Material's language selector reads ``sitemap.xml`` in each language folder
    and fetches one next to every ``<link rel="alternate">``: static-i18n writes
    only the root sitemap and points those links at translations, so the sitemap
    is copied and the head links point at the language roots.
@@ -28,6 +29,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import io
@@ -55,6 +57,7 @@ LANGUAGES = ("zh", "en")
 ALWAYS_RUN = "machine-dependent-compute-"  # blocks that report on this build
 MEMO: dict[str, dict[str, Any]] = {}  # block key -> {"output", "runs"}, across rebuilds
 HTML: dict[str, Any] = {}  # formatter key -> HTML, across rebuilds
+HASHES: dict[tuple[str, str], str] = {}  # (llmlab source, code) -> the code's snippet hash
 STATE: dict[str, Any] = {}  # this build
 _TMP: list[Any] = []  # the cache folder of LLMLAB_CACHE=0 builds, removed at exit
 
@@ -145,11 +148,15 @@ def on_pre_build(config: Any) -> None:
     for name in [m for m in sys.modules if m == "llmlab" or m.startswith("llmlab.")]:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
     STATE.clear()
-    STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, started=time.perf_counter())
+    STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={},
+                 started=time.perf_counter())
     _start_precompute(config)
     from importlib.metadata import version
 
+    from llmlab.cache import source_hash
+
     STATE["versions"] = [version("torch"), version("markdown-exec"), sys.version]
+    STATE["source"] = source_hash()
     STATE["markdown"] = _sha(config["markdown_extensions"], config["mdx_configs"])
 
 
@@ -159,14 +166,17 @@ def on_pre_build(config: Any) -> None:
 def _block_key(code: str, block_id: str) -> str:
     from llmlab.cache import machine_fingerprint, snippet_hash
 
-    memo = STATE.setdefault("hashes", {})  # snippet hashes, per build
-    if code not in memo:
-        memo[code] = snippet_hash(code)
-    parts = [code, block_id, os.environ["LLMLAB_LANG"], memo[code], STATE["versions"]]
+    # the llmlab source a block can reach, hashed once per version of the source
+    if (STATE["source"], code) not in HASHES:
+        HASHES[STATE["source"], code] = snippet_hash(code)
+    parts = [code, block_id, os.environ["LLMLAB_LANG"], HASHES[STATE["source"], code],
+             STATE["versions"]]
     if block_id.startswith("machine-dependent"):  # timings, provenance: this machine
-        from llmlab.provenance import git_commit
+        if "commit" not in STATE:
+            from llmlab.provenance import git_commit
 
-        parts += [machine_fingerprint(), git_commit()]
+            STATE["commit"] = git_commit()
+        parts += [machine_fingerprint(), STATE["commit"]]
     if block_id.startswith(ALWAYS_RUN):
         parts.append(STATE["started"])
     return _sha(*parts)
@@ -284,8 +294,30 @@ def join_cjk_lines(html: str) -> str:
                    for i, part in enumerate(parts) if i % 3 != 2)
 
 
+_FIGURE = re.compile(r'(<img class="llmlab-figure"[^>]*?) src="data:image/svg\+xml;base64,'
+                     r'([A-Za-z0-9+/=]+)"')
+
+
+def _figure_files(html: str, page: Any) -> str:
+    """Figures as files of their own (``assets/figures/<digest>.svg``), loaded lazily.
+
+    Embedded as data URIs, a page's figures were most of its bytes: every reader
+    downloaded all of them before the text, and Material's search indexer parsed
+    them on every build.
+    """
+    up = "../" * len([part for part in page.url.split("/") if part])
+
+    def to_file(match: re.Match[str]) -> str:
+        svg = base64.b64decode(match.group(2))
+        name = f"{hashlib.sha256(svg).hexdigest()[:20]}.svg"
+        STATE["figures"][name] = svg
+        return f'{match.group(1)} loading="lazy" src="{up}assets/figures/{name}"'
+
+    return _FIGURE.sub(to_file, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    return join_cjk_lines(html)
+    return _figure_files(join_cjk_lines(html), page)
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
@@ -323,6 +355,9 @@ def on_post_build(config: Any) -> None:
         return
     _check_manifest()
     site = Path(config.site_dir)
+    (site / "assets" / "figures").mkdir(parents=True, exist_ok=True)
+    for name, svg in STATE["figures"].items():
+        (site / "assets" / "figures" / name).write_bytes(svg)
     for language in LANGUAGES:  # 3. the notebooks' downloads, next to their pages
         prefix = "" if language == LANGUAGES[0] else f"{language}/"
         for path in (STATE["cache"] / "site" / language / "notebooks").glob("*.*"):

@@ -206,7 +206,10 @@ PAGES = _all_pages()
 def _check_page(w: Watched, rel: str) -> None:
     w.goto(rel)
     page = w.page
-    # every image decoded (build-time SVG figures are data: URIs)
+    # every image decodes: the figures load lazily, so ask for all of them now
+    page.evaluate("document.querySelectorAll('img[loading=lazy]')"
+                  ".forEach(i => { i.loading = 'eager'; })")
+    page.wait_for_function("[...document.images].every(i => i.complete)", timeout=15_000)
     broken = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
         ".map(i => i.alt || i.src.slice(0, 60))"
