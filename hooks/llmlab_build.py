@@ -316,8 +316,28 @@ def _figure_files(html: str, page: Any) -> str:
     return _FIGURE.sub(to_file, html)
 
 
+_MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
+
+
+def _mathml(html: str) -> str:
+    """Formulas typeset at build time as MathML, which browsers render natively.
+
+    pymdownx.arithmatex leaves ``\\(...\\)`` and ``\\[...\\]``; a script would
+    typeset them in the reader's browser, after downloading it and its fonts.
+    """
+    from html import unescape
+
+    from latex2mathml.converter import convert
+
+    def typeset(match: re.Match[str]) -> str:
+        tex = unescape(match.group(2)).strip()
+        return convert(tex[2:-2].strip(), display="block" if tex[1] == "[" else "inline")
+
+    return _MATH.sub(typeset, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    return _figure_files(join_cjk_lines(html), page)
+    return _figure_files(_mathml(join_cjk_lines(html)), page)
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')

@@ -1,0 +1,122 @@
+"""Lighthouse scores of every page of a built site, in both languages.
+
+    python benchmarks/lighthouse.py                 # builds the site first (make build)
+    python benchmarks/lighthouse.py --site site     # an existing build
+    python benchmarks/lighthouse.py --site site --pages lectures/building-blocks/
+
+Lighthouse 12 (installed from npm into ``.cache/lighthouse`` on first use) runs
+with its default mobile profile against the site served on 127.0.0.1, driving
+Chromium (``LLMLAB_CHROMIUM``, else ``chromium`` on the PATH). For each page it
+prints the four category scores (performance, accessibility, best practices,
+SEO), the bytes transferred, the DOM size, the total blocking time and the
+largest contentful paint, and the audits that cost points. Scores move between
+runs on a shared machine: compare runs made side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIGHTHOUSE = ROOT / ".cache" / "lighthouse"
+CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _lighthouse() -> Path:
+    binary = LIGHTHOUSE / "node_modules" / ".bin" / "lighthouse"
+    if not binary.exists():
+        LIGHTHOUSE.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--prefix", str(LIGHTHOUSE),
+                        "lighthouse@12"], check=True)
+    return binary
+
+
+def _chromium() -> str:
+    found = os.environ.get("LLMLAB_CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "google-chrome")
+    if not found:
+        raise SystemExit("no Chromium: install it or set LLMLAB_CHROMIUM")
+    return found
+
+
+def _pages(site: Path) -> list[str]:
+    """Every page's address relative to the site root, zh (root) first, then en."""
+    pages = []
+    for index in sorted(site.rglob("index.html")):
+        rel = index.parent.relative_to(site).as_posix()
+        if rel.split("/")[0] in {"assets", "search", "en"} and rel != "en":
+            continue
+        pages.append("" if rel == "." else rel + "/")
+    return pages + [f"en/{p}" for p in pages if p != "en/"]
+
+
+def _audit(binary: Path, url: str, out: Path) -> dict:
+    env = {**os.environ, "CHROME_PATH": _chromium()}
+    subprocess.run([str(binary), url, "--quiet", "--output=json", f"--output-path={out}",
+                    "--chrome-flags=--headless=new --no-sandbox --disable-gpu"],
+                   check=True, env=env, timeout=300)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    audits = report["audits"]
+    costly = sorted((a for a in audits.values()
+                     if a.get("score") is not None and a["score"] < 1
+                     and a.get("scoreDisplayMode") in ("binary", "numeric", "metricSavings")),
+                    key=lambda a: a["score"])
+    return {
+        **{c: round(100 * (report["categories"][c]["score"] or 0)) for c in CATEGORIES},
+        "kib": round(audits["total-byte-weight"]["numericValue"] / 1024),
+        "dom": int(audits["dom-size"]["numericValue"]),
+        "tbt_ms": round(audits["total-blocking-time"]["numericValue"]),
+        "lcp_s": round(audits["largest-contentful-paint"]["numericValue"] / 1000, 2),
+        "failing": [a["id"] for a in costly[:6]],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, help="a built site (default: build one)")
+    parser.add_argument("--pages", nargs="*", help="pages relative to the site root")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    binary = _lighthouse()
+    with tempfile.TemporaryDirectory(prefix="llmlab-lh-") as tmp_name:
+        tmp = Path(tmp_name)
+        site = args.site
+        if site is None:
+            site = tmp / "site"
+            subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+                            str(site)], cwd=ROOT, check=True)
+        server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        results = {}
+        print(f"{'page':<44}{'perf':>5}{'a11y':>5}{'bp':>5}{'seo':>5}{'KiB':>6}{'DOM':>6}"
+              f"{'TBT':>6}{'LCP':>6}  failing audits", flush=True)
+        for page in args.pages or _pages(site):
+            r = _audit(binary, base + page, tmp / "report.json")
+            results[page or "/"] = r
+            print(f"{page or '/':<44}{r['performance']:>5}{r['accessibility']:>5}"
+                  f"{r['best-practices']:>5}{r['seo']:>5}{r['kib']:>6}{r['dom']:>6}"
+                  f"{r['tbt_ms']:>6}{r['lcp_s']:>6}  {' '.join(r['failing'])}", flush=True)
+        server.shutdown()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
