@@ -5,7 +5,8 @@
     python benchmarks/lighthouse.py --site site --pages lectures/building-blocks/
 
 Lighthouse 12 (installed from npm into ``.cache/lighthouse`` on first use) runs
-with its default mobile profile against the site served on 127.0.0.1, driving
+with its default mobile profile against the site served on 127.0.0.1 (text
+gzip-compressed, as GitHub Pages serves it), driving
 Chromium (``LLMLAB_CHROMIUM``, else ``chromium`` on the PATH). For each page it
 prints the four category scores (performance, accessibility, best practices,
 SEO), the bytes transferred, the DOM size, the total blocking time and the
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import http.server
+import io
 import json
 import os
 import shutil
@@ -33,8 +36,27 @@ CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    """Serves the site as a static host such as GitHub Pages does: text gzip-compressed."""
+
+    COMPRESS = (".html", ".css", ".js", ".json", ".svg", ".xml", ".map", ".txt")
+
     def log_message(self, *args: object) -> None:
         pass
+
+    def send_head(self):  # noqa: ANN201 - the http.server method this overrides
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        wants = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not (wants and path.suffix in self.COMPRESS and path.is_file()):
+            return super().send_head()
+        body = gzip.compress(path.read_bytes(), compresslevel=6)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
 
 
 def _lighthouse() -> Path:
@@ -91,19 +113,21 @@ def main() -> None:
     parser.add_argument("--site", type=Path, help="a built site (default: build one)")
     parser.add_argument("--pages", nargs="*", help="pages relative to the site root")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--port", type=int, default=8000,
+                        help="where to serve; the port of the address the site was built for")
     args = parser.parse_args()
     binary = _lighthouse()
     with tempfile.TemporaryDirectory(prefix="llmlab-lh-") as tmp_name:
         tmp = Path(tmp_name)
         site = args.site
+        base = f"http://127.0.0.1:{args.port}/"  # the site's links name this address
         if site is None:
             site = tmp / "site"
             subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
-                            str(site)], cwd=ROOT, check=True)
+                            str(site)], cwd=ROOT, check=True, env={**os.environ, "SITE_URL": base})
         server = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+            ("127.0.0.1", args.port), functools.partial(_Quiet, directory=str(site)))
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{server.server_address[1]}/"
         results = {}
         print(f"{'page':<44}{'perf':>5}{'a11y':>5}{'bp':>5}{'seo':>5}{'KiB':>6}{'DOM':>6}"
               f"{'TBT':>6}{'LCP':>6}  failing audits", flush=True)

@@ -24,7 +24,8 @@
 6. Material's language selector reads ``sitemap.xml`` in each language folder
    and fetches one next to every ``<link rel="alternate">``: static-i18n writes
    only the root sitemap and points those links at translations, so the sitemap
-   is copied and the head links point at the language roots.
+   is copied and the head links point at the language roots (full addresses, as
+   hreflang wants). Material's search dialog gets an accessible name.
 """
 
 from __future__ import annotations
@@ -341,20 +342,25 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # no
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
+_SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog"'
+_SEARCH_NAME = {"zh": "搜索", "en": "Search"}
 
 
 @event_priority(-200)  # after static-i18n's page context
-def on_post_page(output: str, page: Any, config: Any) -> str:  # noqa: ARG001
-    up = "../" * len([part for part in page.url.split("/") if part])
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    base = (config.site_url or "/").rstrip("/") + "/"
 
-    def root(match: re.Match[str]) -> str:
+    def root(match: re.Match[str]) -> str:  # the language's root, as a full address
         language = match.group(1)
         if language not in LANGUAGES:
             return match.group(0)
-        href = (up + ("" if language == LANGUAGES[0] else f"{language}/")) or "./"
+        href = base + ("" if language == LANGUAGES[0] else f"{language}/")
         return f'<link rel="alternate" href="{href}" hreflang="{language}">'
 
     head, sep, body = output.partition("</head>")
+    # Material's search dialog has no accessible name
+    name = _SEARCH_NAME.get(_language(config), "Search")
+    body = body.replace(_SEARCH_DIALOG, f'{_SEARCH_DIALOG} aria-label="{name}"', 1)
     return _HEAD_ALTERNATE.sub(root, head) + sep + body
 
 
