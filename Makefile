@@ -52,9 +52,14 @@ test-fast: setup
 bench: setup
 	$(BIN)/python benchmarks/build.py
 
-lock: setup
-	$(BIN)/pip freeze --exclude-editable | grep -v '^torch==' > requirements/lock.new
-	mv requirements/lock.new requirements/lock.txt
+# The lock is what a fresh environment resolves from pyproject.toml (torch excluded).
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q -r requirements/torch.txt
+	.venv-lock/bin/pip install -q ".[docs,test,plot]"
+	{ head -2 requirements/lock.txt; .venv-lock/bin/pip freeze --exclude-editable \
+	  | grep -v -i '^torch==\|^llmlab'; } > requirements/lock.new
+	mv requirements/lock.new requirements/lock.txt && rm -rf .venv-lock
 
 clean:
 	rm -rf site .cache test-artifacts
