@@ -210,12 +210,12 @@ def attention_lookup(n_keys: int = 4, d_k: int = 3, d_v: int = 3, seed: int = 0)
 
     Args:
         n_keys: Number of (key, value) pairs, 2 to 6.
-        d_k: Size of the query and the keys, 1 to 4.
-        d_v: Size of the values, 1 to 4.
+        d_k: Size of the query and the keys, 1 to 3.
+        d_v: Size of the values, 1 to 3.
         seed: Seed of the example's numbers.
     """
     n_keys = _size("n_keys", n_keys, 6, minimum=2)
-    d_k, d_v = _size("d_k", d_k, 4), _size("d_v", d_v, 4)
+    d_k, d_v = _size("d_k", d_k, 3), _size("d_v", d_v, 3)
     seed = check_int("seed", seed, minimum=0)
     g = torch.Generator().manual_seed(seed)
 
@@ -470,13 +470,17 @@ def head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2) -> Di
     Args:
         B: Batch size, 1 to 4.
         T: Tokens per sequence, 1 to 6.
-        d_model: Width ``D``, 2 to 16; divisible by ``n_heads``.
+        d_model: Width ``D``, 1 to 16; divisible by ``n_heads``; ``T * d_model``
+            at most 48 (each stage draws that many numbered cells).
         n_heads: Number of heads ``H``, 1 to 8.
     """
     B, T = _size("B", B, 4), _size("T", T, 6)
     D, H = _size("d_model", d_model, 16), _size("n_heads", n_heads, 8)
     if D % H:
         raise ValueError(f"d_model ({D}) must be divisible by n_heads ({H})")
+    if T * D > 48:
+        raise ValueError(f"T * d_model must be at most 48 so the diagram stays legible, "
+                         f"got {T} * {D} = {T * D}")
     Dh = D // H
     x = torch.arange(T * D).view(1, T, D).repeat(B, 1, 1)  # x[b, t, d] = t·D + d
     split = x.view(B, T, H, Dh)  # (B, T, H, Dh)
@@ -604,7 +608,7 @@ def _call_order(block: nn.Module, names: Sequence[str], *args: Any) -> list[str]
 
 _SUBLAYER = {
     "ln1": ("LayerNorm", NORM), "ln2": ("LayerNorm", NORM),
-    "attn": (label("多头自注意力", "multi-head attention"), ATTN),
+    "attn": (label("多头注意力", "multi-head attention"), ATTN),
     "ffn": ("MLP", FFN),
 }
 
@@ -767,14 +771,14 @@ def gpt2_vs_llama_block() -> Diagram:
         _write(ax, cx, y + 0.35, "GPT-2" if model == "gpt2" else "Llama", size=FONT + 1,
                weight="bold")
         _write(ax, cx, y, t(label("token 编号", "token ids")), size=SMALL, color=MUTED)
-        y -= 0.12
+        y -= 0.15
         if model == "gpt2":
             emb = (" + ".join(p["embeddings"]),
-                   t(label("学到的位置向量，加在输入上", "learned positions, added to x")))
+                   t(label("学到的位置嵌入，加在输入上", "learned positions, added to x")))
             attn_sub = f"{p['attn'][0]} → {t(label('各头', 'heads'))} → {p['attn'][-1]}"
             ffn_sub = " → ".join(p["ffn_parts"])
         else:
-            emb = (p["embeddings"][0], t(label("输入不加位置向量", "no positions added here")))
+            emb = (p["embeddings"][0], t(label("输入不加位置嵌入", "no positions added here")))
             rope = "RoPE" if p["rope"] == "RotaryPositionalEmbedding" else p["rope"]
             attn_sub = t(label(f"{rope} 旋转 q、k", f"{rope} rotates q and k"))
             ffn_sub = "w2(SiLU(w1 x) ⊙ w3 x)"
@@ -790,7 +794,6 @@ def gpt2_vs_llama_block() -> Diagram:
             ("ffn", f"ffn · {p['ffn']}", ffn_sub, FFN),
             ("add", None, None, None),
         ]
-        y -= 0.3
         fork_y = None
         from matplotlib.patches import Circle
 
@@ -829,7 +832,7 @@ def gpt2_vs_llama_block() -> Diagram:
     g, m = parts["gpt2"], parts["llama"]
     alt = label(
         "示意图：左右并排的 GPT-2 块与 Llama 块，结构相同（先归一化再进子层，结果加回残差），"
-        f"部件不同：GPT-2 用 {g['norm']}、带 GELU 的 {g['ffn']}，位置靠学到的位置向量 "
+        f"部件不同：GPT-2 用 {g['norm']}、带 GELU 的 {g['ffn']}，位置靠学到的位置嵌入 "
         f"pos_emb 加在输入上，{g['linear_biases']} 个线性层带偏置；Llama 用 {m['norm']}、"
         f"{m['ffn']}，位置靠注意力里对 q、k 的 RoPE 旋转，没有偏置。",
         "Diagram: a GPT-2 block and a Llama block side by side, with the same structure "
