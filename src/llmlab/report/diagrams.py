@@ -45,8 +45,8 @@ __all__ = [
 
 # Sizes in points. The page shows a figure at its own width (at most ~6 in) and
 # scales it down on a phone, so nothing is smaller than SMALL.
-FONT = 11.0
-SMALL = 9.5
+FONT = 11.5
+SMALL = 10.0
 MAX_WIDTH_IN = 6.5  # widest a diagram may be, in inches (tests check the SVG)
 
 INK = "#222222"
