@@ -17,7 +17,7 @@ import llmlab.report.diagrams as diagrams
 from llmlab.functional import causal_mask as mask_of
 from llmlab.models import gpt2
 from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
-from llmlab.report import LANGUAGES, Localized
+from llmlab.report import LANGUAGES, Localized, img_tag
 from llmlab.report.diagrams import (
     Diagram,
     attention_lookup,
@@ -140,11 +140,11 @@ def test_same_inputs_same_bytes_and_languages_differ(rendered, name: str) -> Non
     assert again.digest == fig.digest
     for lang in LANGUAGES:
         assert again.make(lang) == svgs[lang], f"{name} {lang}: not deterministic"
-    assert svgs["zh"] != svgs["en"]  # the labels differ ...
-    tags = {lang: fig.render(lang) for lang in ("zh", "en")}  # (render draws again)
-    digest = re.compile(r'data-digest="([0-9a-f]+)"')
-    # ... the data do not
-    assert digest.search(tags["zh"])[1] == digest.search(tags["en"])[1] == fig.digest
+    assert svgs["zh"] != svgs["en"]  # the labels differ, the data do not:
+    assert fig.digest and re.fullmatch(r"[0-9a-f]{16}", fig.digest)
+    for lang in LANGUAGES:  # what Localized.render puts on the page
+        tag = img_tag(svgs[lang], fig.alt.text(lang), digest=fig.digest)
+        assert f'data-digest="{fig.digest}"' in tag
 
 
 @pytest.mark.parametrize("name", DEFAULTS)
@@ -165,7 +165,8 @@ def test_digest_follows_the_data() -> None:
 def test_printed_in_the_language_of_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     fig = causal_mask(2)
     monkeypatch.setenv("LLMLAB_LANG", "zh")
-    assert f'alt="{fig.alt.zh}"' in str(fig)
+    page = str(fig)
+    assert f'alt="{fig.alt.zh}"' in page and f'data-digest="{fig.digest}"' in page
     bundle, meta = fig._repr_mimebundle_()  # a notebook gets both languages
     assert set(meta["llmlab"]) == set(LANGUAGES) and meta["alt"]["en"] == fig.alt.en
 
