@@ -1,0 +1,352 @@
+"""The conceptual diagrams: valid, compact, legible SVG in both languages, drawn from the code."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import llmlab.report.diagrams as diagrams
+from llmlab.functional import causal_mask as mask_of
+from llmlab.models import gpt2
+from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
+from llmlab.report import LANGUAGES, Localized, img_tag
+from llmlab.report.diagrams import (
+    Diagram,
+    attention_lookup,
+    causal_mask,
+    gpt2_vs_llama_block,
+    head_split,
+    qkv_projections,
+    rope_rotation,
+    transformer_block,
+)
+
+DEFAULTS: dict[str, Callable[[], Diagram]] = {
+    "attention_lookup": attention_lookup,
+    "qkv_projections": qkv_projections,
+    "causal_mask": causal_mask,
+    "head_split": head_split,
+    "pre_ln_block": lambda: transformer_block(pre_ln=True),
+    "post_ln_block": lambda: transformer_block(pre_ln=False),
+    "gpt2_vs_llama_block": gpt2_vs_llama_block,
+    "rope_rotation": rope_rotation,
+}
+# the largest (and smallest) pictures the arguments allow
+EXTREMES: dict[str, Callable[[], Diagram]] = {
+    "attention_lookup max": lambda: attention_lookup(n_keys=6, d_k=3, d_v=3, seed=3),
+    "qkv_projections max": lambda: qkv_projections(T=8, d_model=12, d_k=12),
+    "causal_mask max": lambda: causal_mask(8),
+    "head_split wide": lambda: head_split(B=4, T=3, d_model=16, n_heads=8),
+    "head_split tall": lambda: head_split(B=4, T=6, d_model=8, n_heads=4),
+    "head_split one head": lambda: head_split(B=1, T=1, d_model=2, n_heads=1),
+    "rope_rotation max": lambda: rope_rotation(positions=range(6), d_k=128, pairs=(0, 1, 2)),
+}
+SVG_NS = "{http://www.w3.org/2000/svg}"
+MAX_BYTES = 120_000  # the site's other figures: median ~46 KB, largest ~100 KB
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _layout(fig: Any) -> dict[str, Any]:
+    """What a reader would notice: the smallest font, words on words, words out of boxes."""
+    from matplotlib.patches import FancyBboxPatch
+
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    words = [(t.get_text(), t.get_fontsize(), t.get_window_extent(renderer))
+             for t in ax.texts if t.get_text().strip()]
+
+    def overlap(a: Any, b: Any) -> bool:  # by more than a pixel each way
+        return (min(a.x1, b.x1) - max(a.x0, b.x0) > 1) and (min(a.y1, b.y1) - max(a.y0, b.y0) > 1)
+
+    crowded = [(s, u) for (s, _, a), (u, _, b) in itertools.combinations(words, 2)
+               if overlap(a, b)]
+    spilled = []
+    for patch in ax.patches:  # rounded boxes hold words: a word there must fit inside
+        if isinstance(patch, FancyBboxPatch):
+            box = patch.get_window_extent(renderer)
+            for s, _, w in words:
+                centre_in = box.contains((w.x0 + w.x1) / 2, (w.y0 + w.y1) / 2)
+                inside = box.x0 <= w.x0 and w.x1 <= box.x1 and box.y0 <= w.y0 and w.y1 <= box.y1
+                if centre_in and not inside:
+                    spilled.append(s)
+    return {"smallest": min(size for _, size, _ in words), "crowded": crowded,
+            "spilled": spilled, "n_words": len(words)}
+
+
+def _render_checked(make: Callable[[], Diagram], monkeypatch: pytest.MonkeyPatch
+                    ) -> tuple[Diagram, dict[str, str], dict[str, dict[str, Any]]]:
+    """Render a diagram in every language, recording its layout on the way."""
+    original, seen = diagrams.svg_from_figure, []
+    monkeypatch.setattr(diagrams, "svg_from_figure",
+                        lambda fig: (seen.append(_layout(fig)), original(fig))[1])
+    fig = make()
+    svgs = {lang: fig.make(lang) for lang in LANGUAGES}
+    monkeypatch.setattr(diagrams, "svg_from_figure", original)
+    return fig, svgs, dict(zip(LANGUAGES, seen))
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, tuple[Diagram, dict[str, str], dict[str, dict[str, Any]]]]:
+    with pytest.MonkeyPatch.context() as mp:
+        return {name: _render_checked(make, mp) for name, make in {**DEFAULTS, **EXTREMES}.items()}
+
+
+def _size_in(svg: str) -> tuple[float, float]:
+    root = ET.fromstring(svg)
+    return tuple(float(root.get(k).removesuffix("pt")) / 72 for k in ("width", "height"))
+
+
+# --------------------------------------------------------------------------
+# every diagram: valid, compact, legible, deterministic, in both languages
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [*DEFAULTS, *EXTREMES])
+def test_svg_is_valid_compact_and_fits_a_phone(rendered, name: str) -> None:
+    fig, svgs, _ = rendered[name]
+    assert isinstance(fig, Localized) and isinstance(fig, Diagram)
+    for lang, svg in svgs.items():
+        root = ET.fromstring(svg)  # parses as XML
+        assert root.tag == f"{SVG_NS}svg"
+        tags = {el.tag.removeprefix(SVG_NS) for el in root.iter()}
+        assert "image" not in tags, f"{name} {lang}: embedded raster image"
+        assert "text" not in tags, f"{name} {lang}: text should be paths"
+        assert "data:image" not in svg
+        width, height = _size_in(svg)
+        assert 1.5 <= width <= diagrams.MAX_WIDTH_IN, f"{name} {lang}: {width:.2f} in wide"
+        assert 1.5 <= height <= 10.0, f"{name} {lang}: {height:.2f} in tall"
+        assert len(svg.encode()) < MAX_BYTES, f"{name} {lang}: {len(svg) // 1024} KB"
+
+
+@pytest.mark.parametrize("name", [*DEFAULTS, *EXTREMES])
+def test_words_are_legible_and_never_overlap(rendered, name: str) -> None:
+    for lang, layout in rendered[name][2].items():
+        assert layout["n_words"] >= 3
+        assert layout["smallest"] >= diagrams.SMALL, f"{name} {lang}: tiny text"
+        assert not layout["crowded"], f"{name} {lang}: overlapping words {layout['crowded']}"
+        assert not layout["spilled"], f"{name} {lang}: words out of their box {layout['spilled']}"
+
+
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_same_inputs_same_bytes_and_languages_differ(rendered, name: str) -> None:
+    fig, svgs, _ = rendered[name]
+    again = DEFAULTS[name]()  # a fresh diagram: its numbers and its drawing
+    assert again.digest == fig.digest
+    for lang in LANGUAGES:
+        assert again.make(lang) == svgs[lang], f"{name} {lang}: not deterministic"
+    assert svgs["zh"] != svgs["en"]  # the labels differ, the data do not:
+    assert fig.digest and re.fullmatch(r"[0-9a-f]{16}", fig.digest)
+    for lang in LANGUAGES:  # what Localized.render puts on the page
+        tag = img_tag(svgs[lang], fig.alt.text(lang), digest=fig.digest)
+        assert f'data-digest="{fig.digest}"' in tag
+
+
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_alt_text_in_both_languages(rendered, name: str) -> None:
+    alt = rendered[name][0].alt
+    assert alt.zh.startswith("示意图：") and alt.en.startswith("Diagram: ")
+    assert CJK.search(alt.zh) and not CJK.search(alt.en)
+    assert len(alt.en.split()) >= 20 and len(alt.zh) >= 40
+
+
+def test_digest_follows_the_data() -> None:
+    assert head_split().digest == head_split().digest
+    assert head_split(T=3).digest != head_split().digest
+    assert causal_mask(seed=1).digest != causal_mask().digest
+    assert transformer_block(True).digest != transformer_block(False).digest
+
+
+def test_printed_in_the_language_of_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    fig = causal_mask(2)
+    monkeypatch.setenv("LLMLAB_LANG", "zh")
+    page = str(fig)
+    assert f'alt="{fig.alt.zh}"' in page and f'data-digest="{fig.digest}"' in page
+    bundle, meta = fig._repr_mimebundle_()  # a notebook gets both languages
+    assert set(meta["llmlab"]) == set(LANGUAGES) and meta["alt"]["en"] == fig.alt.en
+
+
+def test_layout_check_sees_overlaps_and_spills() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    fig = plt.figure(figsize=(3, 2))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, 3)
+    ax.set_ylim(0, 2)
+    ax.text(1, 1, "overlapping", fontsize=12)
+    ax.text(1.1, 1, "words", fontsize=12)
+    ax.add_patch(FancyBboxPatch((0.1, 0.1), 0.3, 0.3, boxstyle="round,pad=0"))
+    ax.text(0.25, 0.25, "far too long for its box", ha="center", va="center", fontsize=8)
+    layout = _layout(fig)
+    plt.close(fig)
+    assert layout["crowded"] == [("overlapping", "words")]
+    assert layout["spilled"] == ["far too long for its box"]
+    assert layout["smallest"] == 8
+
+
+# --------------------------------------------------------------------------
+# what is drawn comes from the code
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("B, T, D, H", [(2, 4, 8, 2), (1, 3, 12, 3), (3, 2, 16, 8), (2, 4, 8, 1)])
+def test_head_split_shows_the_shapes_of_view_and_transpose(B: int, T: int, D: int, H: int) -> None:
+    data = head_split(B=B, T=T, d_model=D, n_heads=H).data
+    x = torch.randn(B, T, D)
+    heads = x.view(B, T, H, D // H).transpose(1, 2)
+    assert data["shapes"] == {
+        "x": tuple(x.shape),
+        "view": tuple(x.view(B, T, H, D // H).shape),
+        "transpose": tuple(heads.shape),
+        "transpose_back": tuple(heads.transpose(1, 2).shape),
+        "merged": tuple(heads.transpose(1, 2).contiguous().view(B, T, D).shape),
+    }
+    assert data["shapes"]["transpose"] == (B, H, T, D // H)
+    # the numbers in the cells: element t·D + d of a sequence lands in head d // (D/H)
+    numbers = torch.arange(T * D).view(T, D)
+    for h in range(H):
+        assert torch.equal(data["heads"][h], numbers[:, h * D // H:(h + 1) * D // H])
+    assert data["round_trip"] is True
+    # the note under the picture: after the heads' transpose, .view needs .contiguous()
+    assert data["view_without_contiguous_fails"] is (H > 1 and T > 1)
+
+
+def test_head_split_matches_the_attention_module() -> None:
+    torch.manual_seed(0)
+    attn = gpt2.MultiHeadSelfAttention(8, 2)
+    steps = attn.forward_steps(torch.randn(2, 4, 8))
+    shapes = head_split(B=2, T=4, d_model=8, n_heads=2).data["shapes"]
+    assert tuple(steps["q_heads"].shape) == shapes["transpose"]
+    assert tuple(steps["heads"].transpose(1, 2).shape) == shapes["transpose_back"]
+    assert tuple(steps["concat"].shape) == shapes["merged"]
+    assert not steps["heads"].transpose(1, 2).is_contiguous()  # what the note says
+
+
+def test_causal_mask_draws_the_library_mask() -> None:
+    data = causal_mask(6, seed=2).data
+    assert torch.equal(data["mask"], mask_of(6))
+    assert torch.equal(data["mask"], torch.ones(6, 6, dtype=torch.bool).tril())
+    expected = torch.softmax(data["scores"].masked_fill(~mask_of(6), float("-inf")), dim=-1)
+    torch.testing.assert_close(data["weights"], expected)
+    assert data["weights"].triu(1).abs().max() == 0
+    torch.testing.assert_close(data["weights"].sum(-1), torch.ones(6))
+
+
+def test_attention_lookup_weights_are_the_softmax_of_the_scores() -> None:
+    data = attention_lookup(n_keys=5, d_k=3, d_v=2, seed=1).data
+    q, K, V = data["query"], data["keys"], data["values"]
+    assert q.shape == (3,) and K.shape == (5, 3) and V.shape == (5, 2)
+    assert torch.equal(q, q.round(decimals=1))  # shown numbers are the computed ones
+    torch.testing.assert_close(data["scores"], K @ q / math.sqrt(3))
+    torch.testing.assert_close(data["weights"], torch.softmax(K @ q / math.sqrt(3), dim=-1))
+    torch.testing.assert_close(data["output"], data["weights"] @ V)
+    torch.testing.assert_close(data["output"], F.scaled_dot_product_attention(
+        q[None, None], K[None], V[None])[0, 0])
+
+
+def test_qkv_projections_show_the_linear_layers_shapes() -> None:
+    data = qkv_projections(T=3, d_model=5, d_k=2).data
+    assert data["shapes"] == {"x": (3, 5), "q_proj": (3, 2), "k_proj": (3, 2), "v_proj": (3, 2)}
+    assert data["weights"] == {name: (2, 5) for name in ("q_proj", "k_proj", "v_proj")}
+    assert not torch.equal(data["q_proj"], data["k_proj"])  # three different matrices
+    before = torch.get_rng_state()
+    qkv_projections()
+    assert torch.equal(torch.get_rng_state(), before)  # the global RNG is left alone
+
+
+def test_rope_rotation_draws_the_module_s_rotations() -> None:
+    positions, d_k, theta = (0, 1, 2, 5), 8, 10_000.0
+    data = rope_rotation(positions=positions, d_k=d_k, theta=theta, pairs=(0, 3)).data
+    freqs = rope_frequencies(theta, d_k)
+    assert data["freqs"] == [float(freqs[0]), float(freqs[3])]
+    x = torch.zeros(len(positions), d_k)
+    x[:, 0::2] = 1.0
+    m = torch.tensor(positions)
+    for k in (0, 3):
+        angle = m.double() * freqs[k]
+        expected = torch.stack([angle.cos(), angle.sin()], dim=-1).float()
+        torch.testing.assert_close(data["rotated"][k], expected)
+        pair = slice(2 * k, 2 * k + 2)
+        torch.testing.assert_close(data["rotated"][k], rope_complex(x, m, theta)[:, pair])
+        rope = RotaryPositionalEmbedding(theta, d_k, 6)
+        torch.testing.assert_close(data["rotated"][k], rope(x, m)[:, pair])
+
+
+@pytest.mark.parametrize("pre_ln, order", [(True, ["ln1", "attn", "ln2", "ffn"]),
+                                           (False, ["attn", "ln1", "ffn", "ln2"])])
+def test_transformer_block_order_and_code_are_the_module_s(pre_ln: bool, order: list[str]) -> None:
+    data = transformer_block(pre_ln=pre_ln).data
+    assert data["order"] == order
+    assert data["steps"].count("add") == 2 and data["steps"].count("fork") == 2
+    # the two lines of code written on the picture compute what the block computes
+    torch.manual_seed(0)
+    block = gpt2.TransformerBlock(d_model=8, n_heads=2, pre_ln=pre_ln)
+    x0 = torch.randn(2, 3, 8)
+    scope = {name: getattr(block, name) for name in ("ln1", "attn", "ln2", "ffn")}
+    scope["x"] = x0
+    with torch.no_grad():
+        for line in data["code"]:
+            exec(line, {}, scope)  # noqa: S102 - our own two lines
+        torch.testing.assert_close(scope["x"], block(x0))
+
+
+def test_gpt2_vs_llama_block_reads_the_parts_off_the_models() -> None:
+    parts = gpt2_vs_llama_block().data
+    g, m = parts["gpt2"], parts["llama"]
+    assert (g["norm"], m["norm"]) == ("LayerNorm", "RMSNorm")
+    assert (g["ffn"], m["ffn"]) == ("MLP", "SwiGLU")
+    assert "GELU" in g["ffn_parts"] and m["ffn_parts"] == ["w1", "w2", "w3"]
+    assert g["embeddings"] == ["tok_emb", "pos_emb"] and m["embeddings"] == ["token_embeddings"]
+    assert (g["rope"], m["rope"]) == (None, "RotaryPositionalEmbedding")
+    assert m["attn"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
+    assert g["linear_biases"] == 4 and m["linear_biases"] == 0
+
+
+# --------------------------------------------------------------------------
+# bad arguments name the argument
+# --------------------------------------------------------------------------
+BAD = [
+    (lambda: head_split(d_model=0), ValueError, r"d_model must be an int >= 1, got 0"),
+    (lambda: head_split(d_model=8, n_heads=3), ValueError,
+     r"d_model \(8\) must be divisible by n_heads \(3\)"),
+    (lambda: head_split(B=True), TypeError, r"B must be an int, got bool"),
+    (lambda: head_split(T=2.0), TypeError, r"T must be an int, got float"),
+    (lambda: head_split(n_heads=-1), ValueError, r"n_heads must be an int >= 1"),
+    (lambda: head_split(d_model=64, n_heads=4), ValueError, r"d_model must be at most 16"),
+    (lambda: head_split(T=6, d_model=12), ValueError, r"T \* d_model must be at most 48"),
+    (lambda: causal_mask(0), ValueError, r"T must be an int >= 2, got 0"),
+    (lambda: causal_mask(True), TypeError, r"T must be an int, got bool"),
+    (lambda: causal_mask(9), ValueError, r"T must be at most 8"),
+    (lambda: causal_mask(4, seed=-1), ValueError, r"seed must be an int >= 0"),
+    (lambda: attention_lookup(n_keys=1), ValueError, r"n_keys must be an int >= 2"),
+    (lambda: attention_lookup(d_k=0), ValueError, r"d_k must be an int >= 1"),
+    (lambda: attention_lookup(d_v=False), TypeError, r"d_v must be an int, got bool"),
+    (lambda: attention_lookup(d_k=4), ValueError, r"d_k must be at most 3"),
+    (lambda: qkv_projections(T=0), ValueError, r"T must be an int >= 1"),
+    (lambda: qkv_projections(d_model=None), TypeError, r"d_model must be an int, got NoneType"),
+    (lambda: qkv_projections(d_k=13), ValueError, r"d_k must be at most 12"),
+    (lambda: rope_rotation(d_k=7), ValueError, r"d_k must be even"),
+    (lambda: rope_rotation(d_k=True), TypeError, r"d_k must be an int, got bool"),
+    (lambda: rope_rotation(theta=0.0), ValueError, r"theta must be a finite number in \(0"),
+    (lambda: rope_rotation(theta=float("nan")), ValueError, r"theta must be a finite number"),
+    (lambda: rope_rotation(positions=()), ValueError, r"positions must hold 1 to 6 values"),
+    (lambda: rope_rotation(positions=(1, 1)), ValueError, r"positions must be distinct"),
+    (lambda: rope_rotation(positions=(0, True)), TypeError, r"positions\[1\] must be an int"),
+    (lambda: rope_rotation(positions=(-1,)), ValueError, r"positions\[0\] must be an int >= 0"),
+    (lambda: rope_rotation(positions="012"), TypeError, r"positions must be a sequence of ints"),
+    (lambda: rope_rotation(pairs=(4,)), ValueError, r"pairs must lie in \[0, 3\], got 4"),
+    (lambda: transformer_block(pre_ln=1), TypeError, r"pre_ln must be a bool, got int"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", BAD)
+def test_bad_arguments_are_named(call: Callable[[], Any], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        call()
