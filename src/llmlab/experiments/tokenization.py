@@ -738,7 +738,7 @@ class PitfallsResult:
             ``"case"``, ``"digits"``, ``"trailing_whitespace"``, ``"indent"``.
         eot_id: The id of ``<|endoftext|>`` (50,256).
         partial_text: A text whose characters span several tokens.
-        partial_ids: Its ids.
+        partial_ids: Its ids; ``partial_tokens`` their bytes.
         partial_decodes: ``decode(partial_ids[:k])`` for ``k = 1..len``: a cut
             inside a character decodes to U+FFFD.
 
@@ -749,6 +749,7 @@ class PitfallsResult:
     eot_id: int
     partial_text: str
     partial_ids: list[int]
+    partial_tokens: list[bytes]
     partial_decodes: list[str]
 
 
@@ -801,6 +802,7 @@ def run_tokenizer_pitfalls(
         eot_id=gpt2.special_ids[EOT],
         partial_text=partial_text,
         partial_ids=ids,
+        partial_tokens=[gpt2.vocab[i] for i in ids],
         partial_decodes=[gpt2.decode(ids[:k]) for k in range(1, len(ids) + 1)],
     )
 
