@@ -72,8 +72,8 @@ SCHEME_NAMES = {
 }
 TOKENIZER_NAMES = {
     "gpt2": label("GPT-2", "GPT-2"),
-    "bpe_en": label("我们的 BPE（莎士比亚上训练）", "our BPE (trained on Shakespeare)"),
-    "bpe_zh": label("我们的 BPE（唐诗上训练）", "our BPE (trained on Tang poems)"),
+    "bpe_en": label("我们的 BPE（莎士比亚）", "our BPE (Shakespeare)"),
+    "bpe_zh": label("我们的 BPE（唐诗）", "our BPE (Tang poems)"),
 }
 AGREEMENT_NAMES = {
     "english": label("英文", "English prose"),
@@ -182,9 +182,13 @@ def verbatim_html(text: str) -> str:
     return f'<code class="llmlab-verbatim">{_escape(token_text(text))}</code>'
 
 
+def _nowrap(html: str) -> str:
+    return f'<span class="llmlab-merge">{html}</span>'
+
+
 def _merge_html(pair: tuple[bytes, bytes]) -> str:
     a, b = pair
-    return f"{tokens_html([a])} + {tokens_html([b])} → {tokens_html([a + b])}"
+    return _nowrap(f"{tokens_html([a])} + {tokens_html([b])} → {tokens_html([a + b])}")
 
 
 def _hex(data: bytes) -> str:
@@ -225,24 +229,21 @@ def _vocab_cell(bound: int | None) -> Label | str:
 
 
 def granularity_table(r: GranularityResult) -> Localized:
-    """Per language and scheme: sequence length, distinct units, vocabulary, unseen share."""
+    """Per unit: vocabulary size, then per language the sequence length and unseen share."""
+    names = {"en": ("英文", "English"), "zh": ("中文", "Chinese")}
     rows = []
-    for lang in r.languages:
-        n = r.num_chars[lang]
-        for s in r.schemes:
-            length = r.sequence_length[lang][s]
+    for s in r.schemes:
+        row: list = [SCHEME_NAMES[s], _vocab_cell(r.vocab_bound[s])]
+        row += [fmt_int(r.sequence_length[lang][s]) for lang in r.languages]
+        for lang in r.languages:
             unseen = r.unseen_rate[lang].get(s)
-            rows.append([
-                LANGUAGE_NAMES[lang], SCHEME_NAMES[s], fmt_int(length),
-                fmt_float(length / n, 2), fmt_int(r.distinct_units[lang][s]),
-                _vocab_cell(r.vocab_bound[s]),
-                fmt_pct(unseen) if unseen is not None else label("不会出现", "never"),
-            ])
-    headers = [label("样本", "sample"), label("切分单位", "unit"),
-               label("序列长度", "sequence length"), label("单位/字符", "units/character"),
-               label("样本里不同的单位", "distinct in the sample"),
-               label("词表大小", "vocabulary size"),
-               label("新文本里没见过的", "unseen in new text")]
+            row.append(fmt_pct(unseen) if unseen is not None else label("不会", "never"))
+        rows.append(row)
+    headers: list = [label("切分单位", "unit"), label("词表大小", "vocabulary size")]
+    headers += [label(f"{names[lang][0]}：序列长度", f"{names[lang][1]}: sequence length")
+                for lang in r.languages]
+    headers += [label(f"{names[lang][0]}：新文本里没见过的",
+                      f"{names[lang][1]}: unseen in new text") for lang in r.languages]
     return table(headers, rows)
 
 
@@ -273,7 +274,7 @@ def bpe_steps_table(r: BPEStepsResult) -> Localized:
     """One row per merge: the pair, its count, the other candidates, sizes after it."""
     rows = [[0, "", "", "", 256, r.initial_num_tokens]]
     for k, step in enumerate(r.steps, start=1):
-        others = ", ".join(f"{tokens_html(a_b)} {c}" for a_b, c in step.candidates[1:])
+        others = ", ".join(_nowrap(f"{tokens_html(a_b)} {c}") for a_b, c in step.candidates[1:])
         rows.append([k, _merge_html(step.pair), step.count, others, step.vocab_size,
                      step.num_tokens])
     headers = [label("合并", "merge"), label("合并的对", "pair merged"),
@@ -396,18 +397,24 @@ def agreement_table(r: GPT2AgreementResult) -> Localized:
 # 5. Chinese: GPT-2 vs a BPE trained on Chinese
 # --------------------------------------------------------------------------
 def chinese_tokenizers_table(r: ChineseTokenizersResult) -> Localized:
-    """Per tokenizer: vocabulary, tokens per character and context in characters."""
+    """One column per tokenizer: vocabulary, tokens per character, context in characters."""
     n = fmt_int(r.context_length)
-    rows = [[TOKENIZER_NAMES[k], fmt_int(r.vocab_sizes[k]),
-             *[fmt_float(r.tokens_per_char[k][lang], 2) for lang in ("en", "zh")],
-             *[fmt_int(round(r.context_chars[k][lang])) for lang in ("en", "zh")],
-             fmt_pct(r.partial_fraction[k])] for k in r.tokenizers]
-    headers = [label("分词器", "tokenizer"), label("词表大小", "vocabulary"),
-               label("英文：token/字符", "English: tokens/character"),
-               label("中文：token/字符", "Chinese: tokens/character"),
-               label(f"{n} 个 token 装下的英文字符", f"English characters in {n} tokens"),
-               label(f"{n} 个 token 装下的汉字", f"Chinese characters in {n} tokens"),
-               label("中文 token 中的半个字符", "Chinese tokens that are part of a character")]
+    measures = [
+        (label("词表大小", "vocabulary size"), lambda k: fmt_int(r.vocab_sizes[k])),
+        (label("英文：每个字符的 token 数", "English: tokens per character"),
+         lambda k: fmt_float(r.tokens_per_char[k]["en"], 2)),
+        (label("中文：每个字符的 token 数", "Chinese: tokens per character"),
+         lambda k: fmt_float(r.tokens_per_char[k]["zh"], 2)),
+        (label(f"{n} 个 token 装下的英文字符", f"English characters in {n} tokens"),
+         lambda k: fmt_int(round(r.context_chars[k]["en"]))),
+        (label(f"{n} 个 token 装下的汉字", f"Chinese characters in {n} tokens"),
+         lambda k: fmt_int(round(r.context_chars[k]["zh"]))),
+        (label("中文 token 里半个字符的比例", "Chinese tokens that are part of a character"),
+         lambda k: fmt_pct(r.partial_fraction[k])),
+    ]
+    rows = [[name, *[value(k) for k in r.tokenizers]] for name, value in measures]
+    headers = [label("留出文本上", "on held-out text"),
+               *[TOKENIZER_NAMES[k] for k in r.tokenizers]]
     return table(headers, rows)
 
 
