@@ -7,7 +7,7 @@ reader needs *exist*, from the Markdown:
 
 * the lecture graph: each lecture links to the lectures it builds on and the one
   it leads to (attention-from-scratch -> multihead-transformer-block ->
-  building-blocks, and back);
+  building-blocks -> tokenization, and back);
 * section-level references where a concept is reused, in each language with its
   own anchors (Chinese slugs on zh pages, English slugs on en pages), placed in
   the section that reuses the concept;
@@ -30,7 +30,9 @@ LECTURES = [p.removeprefix("lectures/") for p in lecture_pages()]
 GRAPH = {
     "attention-from-scratch.md": {"multihead-transformer-block.md", "building-blocks.md"},
     "multihead-transformer-block.md": {"attention-from-scratch.md", "building-blocks.md"},
-    "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md"},
+    "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
+                           "tokenization.md"},
+    "tokenization.md": {"building-blocks.md"},  # leads to training.md once it exists
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -50,6 +52,7 @@ SECTION_LINKS = {
          "attention-from-scratch.md#11-多头注意力的两种写法"),
         ("attention-from-scratch.md", "11. 多头注意力的两种写法",
          "multihead-transformer-block.md#多头注意力"),
+        ("tokenization.md", "文档边界", "building-blocks.md#线性层与嵌入层"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -66,6 +69,8 @@ SECTION_LINKS = {
          "attention-from-scratch.md#11-multi-head-two-ways"),
         ("attention-from-scratch.md", "11. Multi-head, two ways",
          "multihead-transformer-block.md#multi-head-attention"),
+        ("tokenization.md", "Document boundaries",
+         "building-blocks.md#linear-and-embedding-layers"),
     ],
 }
 
