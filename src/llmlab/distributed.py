@@ -196,9 +196,11 @@ def _context(start_method: str | None,
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
         # the server imports these once (when it starts); every rank forked from it
-        # has them, ``module`` (the launched function's) among them
+        # has them, ``module`` (the launched function's) among them. torch's
+        # optimizers import torch._dynamo when the first one is built (half a
+        # second of CPU in every rank otherwise)
         context.set_forkserver_preload(["__main__", "torch", "torch.distributed.fsdp",
-                                        "llmlab.distributed", module])
+                                        "torch._dynamo", "llmlab.distributed", module])
     return context
 
 
