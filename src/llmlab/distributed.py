@@ -279,6 +279,11 @@ def launch(
     launch still running after ``timeout`` seconds (a rank that hangs) stops
     every rank and raises ``TimeoutError``.
 
+    As with any spawn or forkserver start, each process imports the caller's
+    main module (unless it is interactive), so a script must guard its own work
+    with ``if __name__ == "__main__":``, and a script read from stdin cannot
+    launch.
+
     Args:
         fn: A module-level function (it is sent to the processes by name), whose
             arguments and result can be pickled.
@@ -382,7 +387,7 @@ def _collect(processes: Sequence[multiprocessing.process.BaseProcess],
             if ok is None:  # died without a word: the likeliest cause of the rest
                 process.join(timeout=1.0)
                 payload = (f"the process exited with code {process.exitcode} before "
-                           "returning a result\n")
+                           "returning a result (a traceback, if any, is on stderr)\n")
             failures.append((0 if ok is None else 1, sent, rank, payload))
             if grace_end is None:
                 grace_end = time.monotonic() + _GRACE_S
