@@ -1,0 +1,803 @@
+"""Training on several processes with ``torch.distributed``: DDP and FSDP.
+
+The course's own training step (``get_batch``, ``cross_entropy``,
+``gradient_clipping``, ``AdamW``) runs unchanged on every rank; PyTorch's
+distributed engine does the rest.
+
+* :func:`launch` runs a function on ``world_size`` local processes with a process
+  group set up (gloo on CPUs, NCCL on GPUs), and returns what each rank returned.
+  It always stops and joins its processes: a rank that fails raises
+  :class:`WorkerError`, one that hangs a ``TimeoutError``.
+* :func:`init_distributed` sets up the process group of a script started by
+  ``torchrun`` (or a single process without it); :func:`resolve_backend` picks
+  ``"nccl"`` or ``"gloo"``.
+* :func:`wrap_ddp` (``DistributedDataParallel``: every rank holds everything, the
+  gradients are averaged) and :func:`shard_fsdp` (``fully_shard``: every rank
+  holds ``1/world_size`` of the parameters, gradients and optimizer state).
+* :func:`distributed_train` is the training loop on one rank;
+  :func:`ddp_train` and :func:`fsdp_train` launch it and return every rank's
+  :class:`RankTrainResult`.
+* :class:`AllReduceTimer` (a DDP communication hook) and
+  :func:`all_reduce_seconds` measure the communication.
+
+Taught on: "Where the compute and the memory go" (training on many devices).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import multiprocessing
+import os
+import pickle
+import statistics
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
+
+from llmlab.checks import check_finite_float, check_int
+from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
+from llmlab.models.llama import LlamaConfig, TransformerLM
+from llmlab.training.data import get_batch
+from llmlab.training.loss import cross_entropy
+from llmlab.training.optim import AdamW, gradient_clipping
+
+__all__ = [
+    "BACKENDS",
+    "AllReduceTimer",
+    "RankInfo",
+    "RankTrainResult",
+    "WorkerError",
+    "all_reduce_seconds",
+    "ddp_train",
+    "distributed_train",
+    "fsdp_train",
+    "init_distributed",
+    "launch",
+    "resolve_backend",
+    "shard_fsdp",
+    "train_rank",
+    "wrap_ddp",
+]
+
+BACKENDS = ("auto", "gloo", "nccl")
+"""Accepted ``backend`` values: ``"auto"`` is NCCL on GPUs, gloo on CPUs."""
+
+Dataset = np.ndarray | Tensor
+
+
+class WorkerError(RuntimeError):
+    """A rank raised an exception (or died); the message holds its traceback.
+
+    Attributes:
+        rank: The rank that failed.
+        remote_traceback: Its traceback, as text.
+    """
+
+    def __init__(self, rank: int, world_size: int, remote_traceback: str) -> None:
+        super().__init__(f"rank {rank} of {world_size} failed:\n{remote_traceback}")
+        self.rank = rank
+        self.remote_traceback = remote_traceback
+
+
+# --------------------------------------------------------------------------
+# backends and process groups
+# --------------------------------------------------------------------------
+def resolve_backend(backend: str = "auto", world_size: int = 1) -> str:
+    """``"nccl"`` or ``"gloo"`` for ``world_size`` local processes.
+
+    ``"auto"`` is NCCL when CUDA has a GPU for every process, gloo otherwise
+    (NCCL cannot put two ranks on one GPU, and has no CPU tensors).
+
+    Raises:
+        ValueError: ``backend`` is not in :data:`BACKENDS`, or NCCL is asked for
+            without enough GPUs.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    check_int("world_size", world_size)
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if backend == "auto":
+        return "nccl" if gpus >= world_size and dist.is_nccl_available() else "gloo"
+    if backend == "nccl" and gpus < world_size:
+        raise ValueError(
+            f"backend='nccl' needs a CUDA GPU per process: world_size is {world_size}, "
+            f"{gpus} GPU(s) available; use backend='gloo' (or 'auto') on CPUs")
+    return backend
+
+
+@dataclasses.dataclass(frozen=True)
+class RankInfo:
+    """Where this process stands in its process group.
+
+    Attributes:
+        rank: Its rank, ``0 .. world_size - 1``.
+        world_size: Processes in the group.
+        local_rank: Its rank on this machine (its GPU index under NCCL).
+        backend: ``"gloo"`` or ``"nccl"``.
+        device: Where its tensors go: ``cuda:<local_rank>`` or ``cpu``.
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str
+    device: torch.device
+
+
+def _rank_info(backend: str) -> RankInfo:
+    local_rank = int(os.environ.get("LOCAL_RANK", dist.get_rank()))
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    return RankInfo(dist.get_rank(), dist.get_world_size(), local_rank, backend, device)
+
+
+def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
+    """Set up the process group of this process (``torchrun``, or alone).
+
+    Under ``torchrun`` (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and
+    ``MASTER_PORT`` are set) this joins the group it describes (``env://``).
+    Without it the process is a group of one, so the same script also runs as
+    ``python script.py``. Call ``torch.distributed.destroy_process_group()``
+    at the end.
+
+    Args:
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"`` (see :func:`resolve_backend`).
+        timeout: Seconds a collective may wait for the other ranks, ``> 0``.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
+    seconds = datetime.timedelta(seconds=timeout)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        world_size = int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        backend = resolve_backend(backend, local)
+        if backend == "nccl":  # each process on its own GPU, before NCCL starts
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        dist.init_process_group(backend, init_method="env://", timeout=seconds)
+    else:
+        backend = resolve_backend(backend, 1)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
+                                timeout=seconds)
+    return _rank_info(backend)
+
+
+# --------------------------------------------------------------------------
+# launching local processes
+# --------------------------------------------------------------------------
+def _context(start_method: str | None,
+             module: str) -> multiprocessing.context.BaseContext:
+    """Forkserver where there is one (POSIX), spawn elsewhere.
+
+    Both start each rank from a clean interpreter state (a forked copy of a
+    process that runs threads or CUDA is unsafe). Spawn imports torch again in
+    every rank (about a second of CPU each); the fork server imports it once and
+    forks each rank from there, so later launches start in milliseconds.
+    """
+    if start_method is None:
+        methods = multiprocessing.get_all_start_methods()
+        start_method = "forkserver" if "forkserver" in methods else "spawn"
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        # the server imports these once (when it starts); every rank forked from it
+        # has them, ``module`` (the launched function's) among them. torch's
+        # optimizers import torch._dynamo when the first one is built (half a
+        # second of CPU in every rank otherwise)
+        context.set_forkserver_preload(["__main__", "torch", "torch.distributed.fsdp",
+                                        "torch._dynamo", "llmlab.distributed", module])
+    return context
+
+
+def _run_rank(rank: int, world_size: int, port: int, backend: str, timeout: float,
+              threads: int, fn: Callable[..., Any], args: tuple, kwargs: dict,
+              channel: Connection) -> None:
+    """One rank: join the group, run ``fn``, send back its result or traceback.
+
+    The message goes out before the rank leaves the group: when a rank fails,
+    its peers fail next (their connections close), and the parent must be able
+    to tell the cause from the consequences (messages carry the time they left).
+    """
+    try:
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size),
+                          LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        torch.set_num_threads(threads)
+        if backend == "nccl":  # each process on its own GPU, before NCCL starts
+            torch.cuda.set_device(rank)
+        wait = datetime.timedelta(seconds=timeout)
+        store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
+                              timeout=wait)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                timeout=wait)
+        # plain pickle copies tensors' data (no shared memory to outlive this process)
+        message = (True, time.time(), pickle.dumps(fn(*args, **kwargs)))
+    except BaseException:  # noqa: BLE001 - every failure goes back to the parent
+        message = (False, time.time(), traceback.format_exc())
+    channel.send(message)  # blocks until the parent has it, or it is in the pipe
+    channel.close()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    if not message[0]:
+        sys.exit(1)
+
+
+def _stop(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+    """Terminate every process still running, then kill it if it will not go."""
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(timeout=5.0)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+_GRACE_S = 0.5
+"""After a first failure, how long :func:`launch` collects the others before
+raising the one that came first."""
+
+
+def launch(
+    fn: Callable[..., Any],
+    args: tuple = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    world_size: int = 2,
+    backend: str = "auto",
+    timeout: float = 60.0,
+    threads: int = 1,
+    start_method: str | None = None,
+) -> list[Any]:
+    """Run ``fn(*args, **kwargs)`` on ``world_size`` new processes; their results.
+
+    Each process joins one process group (``torch.distributed``) before ``fn``
+    runs, so ``fn`` can call ``dist.get_rank()``, collectives, ``DDP`` or
+    ``fully_shard`` as a ``torchrun`` script would, and leaves it after. The
+    group meets at a ``TCPStore`` this process opens on ``127.0.0.1`` on a port
+    the system picks (``port=0``: free by construction, no race).
+
+    However a launch ends, no process is left behind: a rank that raises (or
+    dies) makes the launch stop every rank and raise :class:`WorkerError` with
+    that rank's traceback (the first failure: the others' follow from it); a
+    launch still running after ``timeout`` seconds (a rank that hangs) stops
+    every rank and raises ``TimeoutError``.
+
+    As with any spawn or forkserver start, each process imports the caller's
+    main module (unless it is interactive), so a script must guard its own work
+    with ``if __name__ == "__main__":``, and a script read from stdin cannot
+    launch.
+
+    Args:
+        fn: A module-level function (it is sent to the processes by name), whose
+            arguments and result can be pickled.
+        args: Positional arguments for ``fn``.
+        kwargs: Keyword arguments for ``fn``.
+        world_size: Processes, ``>= 1``.
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"`` (see :func:`resolve_backend`).
+        timeout: Seconds for the whole launch, and for any collective, ``> 0``.
+        threads: ``torch.set_num_threads`` in each process.
+        start_method: ``"forkserver"`` or ``"spawn"`` (default: forkserver where
+            available).
+
+    Returns:
+        ``[result of rank 0, result of rank 1, ...]``.
+
+    Raises:
+        WorkerError: A rank raised, or died without a result.
+        TimeoutError: Not every rank finished within ``timeout``.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple, got {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs must be a dict, got {type(kwargs).__name__}")
+    check_int("world_size", world_size)
+    check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
+    check_int("threads", threads)
+    if start_method not in (None, "forkserver", "spawn"):
+        raise ValueError(
+            f"start_method must be None, 'forkserver' or 'spawn', got {start_method!r}")
+    backend = resolve_backend(backend, world_size)
+    context = _context(start_method, getattr(fn, "__module__", None) or "__main__")
+    deadline = time.monotonic() + timeout
+    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
+                          timeout=datetime.timedelta(seconds=timeout),
+                          wait_for_workers=False)
+    pipes = [context.Pipe(duplex=False) for _ in range(world_size)]  # (read, write)
+    processes = [
+        context.Process(target=_run_rank, name=f"llmlab-rank-{rank}", daemon=True,
+                        args=(rank, world_size, store.port, backend, timeout, threads,
+                              fn, args, kwargs or {}, pipes[rank][1]))
+        for rank in range(world_size)
+    ]
+    try:
+        for p, (_, write) in zip(processes, pipes):
+            p.start()
+            write.close()  # the rank holds the writing end now
+        results = _collect(processes, [read for read, _ in pipes], deadline, timeout)
+        for p in processes:
+            p.join(timeout=max(0.0, deadline - time.monotonic()) + 5.0)
+    finally:
+        _stop(processes)
+        for read, write in pipes:
+            read.close()
+            write.close()
+        del store
+    return results
+
+
+def _collect(processes: Sequence[multiprocessing.process.BaseProcess],
+             channels: Sequence[Connection], deadline: float,
+             timeout: float) -> list[Any]:
+    """Every rank's result, or the first failure raised (see :func:`launch`)."""
+    world_size = len(processes)
+    results: dict[int, Any] = {}
+    failures: list[tuple[int, float, int, str]] = []  # (order, time, rank, text)
+    grace_end = None
+    pending = set(range(world_size))
+    while pending:
+        now = time.monotonic()
+        if grace_end is not None and now >= grace_end:
+            break
+        if now >= deadline:
+            if failures:
+                break
+            raise TimeoutError(
+                f"rank(s) {sorted(pending)} of {world_size} did not finish within "
+                f"timeout={timeout:g} s (rank(s) {sorted(results)} did); every rank "
+                "was stopped")
+        until = min(deadline, grace_end) if grace_end is not None else deadline
+        ready = set(wait([channels[r] for r in pending]
+                         + [processes[r].sentinel for r in pending], until - now))
+        for rank in sorted(pending):
+            channel, process = channels[rank], processes[rank]
+            if channel in ready or (process.sentinel in ready and channel.poll()):
+                try:
+                    ok, sent, payload = channel.recv()
+                except EOFError:  # closed without a message: it died
+                    ok, sent, payload = None, time.time(), None
+            elif process.sentinel in ready:
+                ok, sent, payload = None, time.time(), None
+            else:
+                continue
+            pending.discard(rank)
+            if ok:
+                results[rank] = pickle.loads(payload)
+                continue
+            if ok is None:  # died without a word: the likeliest cause of the rest
+                process.join(timeout=1.0)
+                payload = (f"the process exited with code {process.exitcode} before "
+                           "returning a result (a traceback, if any, is on stderr)\n")
+            failures.append((0 if ok is None else 1, sent, rank, payload))
+            if grace_end is None:
+                grace_end = time.monotonic() + _GRACE_S
+    if failures:
+        _, _, rank, text = min(failures)
+        raise WorkerError(rank, world_size, text)
+    return [results[rank] for rank in range(world_size)]
+
+
+# --------------------------------------------------------------------------
+# DDP and FSDP
+# --------------------------------------------------------------------------
+def _check_model(model: object) -> nn.Module:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if next(model.parameters(), None) is None:
+        raise ValueError("model has no parameters: there is nothing to synchronise")
+    if not dist.is_initialized():
+        raise RuntimeError("no process group: call init_distributed() first, or run "
+                           "under launch() or torchrun")
+    return model
+
+
+def wrap_ddp(model: nn.Module, **ddp_kwargs: Any) -> DistributedDataParallel:
+    """``DistributedDataParallel(model)``, on the GPU of this rank under NCCL.
+
+    DDP makes every rank start from rank 0's weights (a broadcast), then
+    averages the gradients across ranks during ``backward()`` (an all-reduce
+    per bucket of about 25 MB, overlapped with the rest of the backward pass),
+    so every rank takes the same optimizer step.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    model = _check_model(model)
+    device = next(model.parameters()).device
+    device_ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=device_ids, **ddp_kwargs)
+
+
+def shard_fsdp(model: nn.Module) -> nn.Module:
+    """Shard ``model`` with FSDP2's ``fully_shard``: each block, then the whole.
+
+    Every parameter becomes a ``DTensor`` split along its first dimension, so a
+    rank stores ``1/world_size`` of it (and of its gradient and AdamW state).
+    Before a block runs, its parameters are gathered (all-gather) and freed
+    after; the gradients are reduce-scattered, each rank keeping its shard.
+    Build the optimizer after sharding. ``model`` is changed in place.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    model = _check_model(model)
+    for block in getattr(model, "layers", []):
+        fully_shard(block)
+    fully_shard(model)
+    return model
+
+
+# --------------------------------------------------------------------------
+# the training loop on one rank
+# --------------------------------------------------------------------------
+@dataclasses.dataclass
+class RankTrainResult:
+    """What one rank saw in :func:`distributed_train`.
+
+    Attributes:
+        rank: This rank.
+        world_size: Ranks in the group.
+        backend: ``"gloo"`` or ``"nccl"``.
+        strategy: ``"ddp"``, ``"fsdp"`` or ``"none"`` (the model as given).
+        losses: Loss of the whole (global) batch at each step: the mean of the
+            ranks' losses (all-reduced), equal to one process's loss on it.
+        local_losses: This rank's loss on its share of the batch.
+        grad_norms: Global gradient norm before clipping, each step.
+        first_gradients: Every parameter's full gradient after the first
+            backward pass (after the all-reduce), by name, on the CPU.
+        final_parameters: Every parameter's full value at the end, by name.
+        parameter_bytes: Parameter bytes this rank stores (its shards, under FSDP).
+        gradient_bytes: Gradient bytes this rank stores after the last step.
+        optimizer_state_bytes: AdamW state bytes this rank stores.
+        parameter_type: What a parameter is (``"Parameter"``; ``"DTensor"``
+            under FSDP).
+        seconds: Wall time of the loop.
+    """
+
+    rank: int
+    world_size: int
+    backend: str
+    strategy: str
+    losses: list[float]
+    local_losses: list[float]
+    grad_norms: list[float]
+    first_gradients: dict[str, Tensor]
+    final_parameters: dict[str, Tensor]
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_state_bytes: int
+    parameter_type: str
+    seconds: float
+
+
+def _full(t: Tensor) -> Tensor:
+    """The whole tensor on the CPU (a DTensor is gathered: every rank must call)."""
+    full_tensor = getattr(t, "full_tensor", None)
+    whole = full_tensor() if callable(full_tensor) else t
+    return whole.detach().cpu().clone()
+
+
+def _named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    inner = model.module if isinstance(model, DistributedDataParallel) else model
+    return list(inner.named_parameters())
+
+
+def distributed_train(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_data: Dataset,
+    *,
+    steps: int,
+    batch_size: int,
+    context_length: int,
+    lr_schedule: Callable[[int], float] | None = None,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+    strategy: str = "none",
+) -> RankTrainResult:
+    """The training loop of ``llmlab.training.train``, on one rank of a group.
+
+    Every rank draws the same global batch of ``batch_size`` windows (one
+    generator seeded with ``seed`` on every rank, so the batches are those of a
+    single-process ``train`` with the same seed) and keeps its share: rows
+    ``rank · b .. (rank + 1) · b`` with ``b = batch_size / world_size``. The mean
+    of the ranks' mean losses is then the loss of the whole batch, and the
+    average of their gradients (what DDP's all-reduce computes) is its gradient.
+
+    Args:
+        model: Wrapped by :func:`wrap_ddp` or sharded by :func:`shard_fsdp`.
+        optimizer: Built on the wrapped/sharded model's parameters.
+        train_data: 1-D integer token ids, the same on every rank.
+        steps: Optimizer steps, ``>= 1``.
+        batch_size: Windows per step over all ranks; a multiple of the world size.
+        context_length: Tokens per window.
+        lr_schedule: ``schedule(iteration) -> lr`` (``None``: the optimizer's rate).
+        max_grad_norm: Clip the global gradient norm to this (``None``: no clipping).
+        seed: Seeds the batch generator (the same on every rank).
+        strategy: A label stored in the result (``"ddp"``, ``"fsdp"``, ...).
+
+    Taught on: "Where the compute and the memory go".
+    """
+    if not dist.is_initialized():
+        raise RuntimeError("no process group: call init_distributed() first, or run "
+                           "under launch() or torchrun")
+    check_int("steps", steps)
+    check_int("batch_size", batch_size)
+    check_int("context_length", context_length)
+    check_int("seed", seed, minimum=0)
+    if max_grad_norm is not None:
+        check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if batch_size % world:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of the world "
+                         f"size ({world}): every rank takes an equal share")
+    device = next(model.parameters()).device
+    share = batch_size // world
+    generator = torch.Generator().manual_seed(seed)  # the same stream on every rank
+    losses, local_losses, norms = [], [], []
+    first_gradients: dict[str, Tensor] = {}
+    start = time.perf_counter()
+    model.train()
+    for it in range(steps):
+        if lr_schedule is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr_schedule(it)
+        # the global batch, then this rank's rows of it
+        inputs, targets = get_batch(train_data, batch_size, context_length, device,
+                                    generator)  # (B, T) each, equal on every rank
+        rows = slice(rank * share, (rank + 1) * share)
+        inputs, targets = inputs[rows], targets[rows]  # (B / world, T)
+        loss = cross_entropy(model(inputs), targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # DDP: all-reduce (average); FSDP: reduce-scatter
+        if it == 0:
+            first_gradients = {name: _full(p.grad)
+                               for name, p in _named_parameters(model)}
+        if max_grad_norm is not None:
+            norms.append(gradient_clipping(model.parameters(), max_grad_norm))
+        optimizer.step()
+        # the whole batch's loss: the average of the ranks' losses
+        whole = loss.detach().clone()
+        dist.all_reduce(whole)
+        losses.append(whole.item() / world)
+        local_losses.append(loss.item())
+    seconds = time.perf_counter() - start
+    final = {name: _full(p) for name, p in _named_parameters(model)}
+    return RankTrainResult(rank, world, dist.get_backend(), strategy, losses,
+                           local_losses, norms, first_gradients, final,
+                           parameter_bytes(model), gradient_bytes(model),
+                           optimizer_state_bytes(optimizer),
+                           type(next(model.parameters())).__name__, seconds)
+
+
+def train_rank(
+    config: LlamaConfig,
+    train_data: Dataset,
+    *,
+    strategy: str,
+    steps: int,
+    batch_size: int,
+    context_length: int,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+) -> RankTrainResult:
+    """One rank of :func:`ddp_train` (``strategy="ddp"``) or :func:`fsdp_train`.
+
+    Builds the model of ``config`` seeded with ``seed`` (the same weights on every
+    rank), wraps or shards it, makes our ``AdamW`` and runs
+    :func:`distributed_train`. Call it on every rank of an initialised group.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    if strategy not in ("ddp", "fsdp"):
+        raise ValueError(f"strategy must be 'ddp' or 'fsdp', got {strategy!r}")
+    # our lm_head returns a view (einsum's reshape); nothing modifies it in place
+    warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view")
+    info = _rank_info(dist.get_backend())
+    torch.manual_seed(seed)  # the same initial weights on every rank
+    model = TransformerLM.from_config(config, device=info.device)
+    model = wrap_ddp(model) if strategy == "ddp" else shard_fsdp(model)
+    optimizer = AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    return distributed_train(model, optimizer, train_data, steps=steps,
+                             batch_size=batch_size, context_length=context_length,
+                             max_grad_norm=max_grad_norm, seed=seed, strategy=strategy)
+
+
+def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
+                     world_size: int, steps: int, batch_size: int,
+                     context_length: int | None, lr: float, weight_decay: float,
+                     max_grad_norm: float | None, seed: int, backend: str,
+                     timeout: float) -> list[RankTrainResult]:
+    if not isinstance(config, LlamaConfig):
+        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
+    check_int("world_size", world_size)
+    check_int("steps", steps)
+    check_int("batch_size", batch_size)
+    if batch_size % world_size:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
+                         f"({world_size}): every rank takes an equal share")
+    context_length = config.context_length if context_length is None else context_length
+    check_int("context_length", context_length)
+    if context_length > config.context_length:
+        raise ValueError(f"context_length ({context_length}) exceeds the model's "
+                         f"context_length ({config.context_length})")
+    if not isinstance(train_data, (np.ndarray, Tensor)) or train_data.ndim != 1:
+        raise ValueError("train_data must be a 1-D array or tensor of token ids")
+    if len(train_data) <= context_length:
+        raise ValueError(f"train_data has {len(train_data)} tokens; it must hold more "
+                         f"than context_length ({context_length})")
+    check_finite_float("lr", lr, minimum=0.0)
+    check_finite_float("weight_decay", weight_decay, minimum=0.0)
+    check_int("seed", seed, minimum=0)
+    return launch(train_rank, (config, train_data),
+                  dict(strategy=strategy, steps=steps, batch_size=batch_size,
+                       context_length=context_length, lr=lr, weight_decay=weight_decay,
+                       max_grad_norm=max_grad_norm, seed=seed),
+                  world_size=world_size, backend=backend, timeout=timeout)
+
+
+def ddp_train(
+    config: LlamaConfig,
+    train_data: Dataset,
+    *,
+    world_size: int = 2,
+    steps: int = 5,
+    batch_size: int = 8,
+    context_length: int | None = None,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+    backend: str = "auto",
+    timeout: float = 120.0,
+) -> list[RankTrainResult]:
+    """Train a :class:`TransformerLM` with DDP on ``world_size`` local processes.
+
+    Each rank builds the model of ``config`` seeded with ``seed``, wraps it with
+    :func:`wrap_ddp`, makes our ``AdamW`` and runs :func:`distributed_train`.
+    A single process running ``train`` with the same ``config``, ``seed`` and
+    ``batch_size`` sees the same batches and computes the same losses.
+
+    Args:
+        config: The model.
+        train_data: 1-D token ids.
+        world_size: Processes.
+        steps: Optimizer steps.
+        batch_size: Windows per step over all ranks (a multiple of ``world_size``).
+        context_length: Tokens per window (default: ``config.context_length``).
+        lr: AdamW's learning rate.
+        weight_decay: AdamW's λ.
+        max_grad_norm: Gradient clipping (``None``: none).
+        seed: Weights and batches.
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"``.
+        timeout: Seconds for the whole run (see :func:`launch`).
+
+    Returns:
+        One :class:`RankTrainResult` per rank, in rank order.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    return _launch_training("ddp", config, train_data, world_size=world_size,
+                            steps=steps, batch_size=batch_size,
+                            context_length=context_length, lr=lr,
+                            weight_decay=weight_decay, max_grad_norm=max_grad_norm,
+                            seed=seed, backend=backend, timeout=timeout)
+
+
+def fsdp_train(
+    config: LlamaConfig,
+    train_data: Dataset,
+    *,
+    world_size: int = 2,
+    steps: int = 5,
+    batch_size: int = 8,
+    context_length: int | None = None,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+    backend: str = "auto",
+    timeout: float = 120.0,
+) -> list[RankTrainResult]:
+    """:func:`ddp_train` with the model sharded by :func:`shard_fsdp` instead.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    return _launch_training("fsdp", config, train_data, world_size=world_size,
+                            steps=steps, batch_size=batch_size,
+                            context_length=context_length, lr=lr,
+                            weight_decay=weight_decay, max_grad_norm=max_grad_norm,
+                            seed=seed, backend=backend, timeout=timeout)
+
+
+# --------------------------------------------------------------------------
+# measuring the communication
+# --------------------------------------------------------------------------
+class AllReduceTimer:
+    """A DDP communication hook: average each gradient bucket, and time it.
+
+    It does what DDP does by default (divide by the world size, all-reduce the
+    bucket's flat buffer) and records, per bucket, the seconds from launching
+    the all-reduce to its completion, and the bucket's bytes. Register its
+    :meth:`hook` with ``ddp_model.register_comm_hook(None, timer.hook)``.
+
+    Attributes:
+        seconds: One entry per bucket all-reduced.
+        nbytes: The bytes of each of those buckets.
+
+    Taught on: "Where the compute and the memory go".
+    """
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self.nbytes: list[int] = []
+
+    # no annotations: DDP compares them with dist.GradBucket and Future[Tensor],
+    # which this module's postponed (string) annotations would not equal
+    def hook(self, state, bucket):  # (None, dist.GradBucket) -> Future[Tensor]
+        """Average ``bucket``'s gradients across ranks; record the time it takes."""
+        buffer = bucket.buffer()
+        buffer.div_(dist.get_world_size())
+        start = time.perf_counter()
+        future = dist.all_reduce(buffer, async_op=True).get_future()
+
+        def finished(fut: torch.futures.Future) -> Tensor:
+            self.seconds.append(time.perf_counter() - start)
+            self.nbytes.append(buffer.numel() * buffer.element_size())
+            return fut.value()[0]
+
+        return future.then(finished)
+
+    def reset(self) -> None:
+        """Forget what was recorded."""
+        self.seconds.clear()
+        self.nbytes.clear()
+
+
+def all_reduce_seconds(numel: int, repeats: int = 5,
+                       dtype: torch.dtype = torch.float32) -> float:
+    """Median seconds of one blocking all-reduce of ``numel`` elements, on every rank.
+
+    Call it on every rank at once (it is a collective). One warm-up call first.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    if not dist.is_initialized():
+        raise RuntimeError("no process group: call it inside launch() or torchrun")
+    check_int("numel", numel)
+    check_int("repeats", repeats)
+    device = torch.device("cuda", torch.cuda.current_device()) \
+        if dist.get_backend() == "nccl" else torch.device("cpu")
+    buffer = torch.ones(numel, dtype=dtype, device=device)
+    dist.all_reduce(buffer)  # warm-up: connections, buffers
+    times = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(buffer)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

@@ -1,0 +1,295 @@
+"""llmlab.distributed: real gloo process groups on this machine, started and stopped.
+
+DDP's gradients equal one process's gradients of the whole batch, FSDP holds half of
+everything per rank and computes what DDP does, a failing or hanging rank stops the
+launch with a clear error and leaves no process behind, and
+``examples/train_ddp.py`` runs under ``torchrun`` on 1 and 2 processes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from llmlab.distributed import (
+    AllReduceTimer,
+    WorkerError,
+    all_reduce_seconds,
+    ddp_train,
+    fsdp_train,
+    init_distributed,
+    launch,
+    resolve_backend,
+    shard_fsdp,
+    wrap_ddp,
+)
+from llmlab.models.llama import LlamaConfig, TransformerLM
+from llmlab.training import AdamW, cross_entropy, get_batch, train
+
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = LlamaConfig(vocab_size=64, context_length=16, d_model=32, num_layers=2,
+                     num_heads=2, d_ff=64)
+DATA = np.random.default_rng(0).integers(0, CONFIG.vocab_size, 4096).astype(np.int64)
+TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# functions the ranks run (module level: they are sent to the processes by name)
+# --------------------------------------------------------------------------
+def _whoami(tag: str) -> tuple[int, int, str, str, str]:
+    return (dist.get_rank(), dist.get_world_size(), dist.get_backend(), tag,
+            os.environ["LOCAL_RANK"])
+
+
+def _raise_on_rank_1() -> None:
+    if dist.get_rank() == 1:
+        raise ValueError("boom on rank 1")
+    dist.barrier()  # rank 0 would wait for rank 1 forever
+
+
+def _exit_on_rank_1() -> None:
+    if dist.get_rank() == 1:
+        os._exit(3)
+    dist.barrier()
+
+
+def _hang_on_rank_1(folder: str) -> None:
+    Path(folder, f"{dist.get_rank()}.pid").write_text(str(os.getpid()))
+    if dist.get_rank() == 1:
+        time.sleep(3600)
+    dist.barrier()
+
+
+def _timed_ddp_gradients(batch_size: int) -> dict[str, object]:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = wrap_ddp(TransformerLM.from_config(CONFIG))
+    timer = AllReduceTimer()
+    model.register_comm_hook(None, timer.hook)
+    x, y = get_batch(DATA, batch_size, CONFIG.context_length,
+                     generator=torch.Generator().manual_seed(0))
+    share = batch_size // world
+    rows = slice(rank * share, (rank + 1) * share)
+    cross_entropy(model(x[rows]), y[rows]).backward()
+    grads = {n: p.grad.clone() for n, p in model.module.named_parameters()}
+    numel = sum(p.numel() for p in model.parameters())
+    return {"grads": grads, "seconds": list(timer.seconds),
+            "nbytes": list(timer.nbytes), "numel": numel,
+            "all_reduce": all_reduce_seconds(numel, repeats=2)}
+
+
+def _single_process(steps: int, batch_size: int) -> tuple[list[float], dict, dict]:
+    """``train`` on one process; the first batch's gradients; the final weights."""
+    torch.manual_seed(0)
+    model = TransformerLM.from_config(CONFIG)
+    x, y = get_batch(DATA, batch_size, CONFIG.context_length,
+                     generator=torch.Generator().manual_seed(0))
+    cross_entropy(model(x), y).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad(set_to_none=True)
+    record = train(model, AdamW(model.parameters(), lr=1e-3), DATA, steps=steps,
+                   batch_size=batch_size, seed=0)
+    final = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return record.losses, grads, final
+
+
+def _descendants() -> list[psutil.Process]:
+    """Child processes still running, but multiprocessing's fork server and tracker."""
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            cmdline = " ".join(child.cmdline())
+            if child.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except psutil.NoSuchProcess:
+            continue
+        if "forkserver" not in cmdline and "resource_tracker" not in cmdline:
+            alive.append(child)
+    return alive
+
+
+# --------------------------------------------------------------------------
+# launching
+# --------------------------------------------------------------------------
+def test_launch_runs_every_rank_and_returns_their_results():
+    results = launch(_whoami, ("hi",), world_size=2, timeout=60)
+    assert results == [(0, 2, "gloo", "hi", "0"), (1, 2, "gloo", "hi", "1")]
+    assert launch(_whoami, kwargs={"tag": "one"}, world_size=1) == [
+        (0, 1, "gloo", "one", "0")]
+    assert _descendants() == []
+
+
+def test_launch_with_spawn():
+    assert launch(_whoami, ("spawned",), world_size=1, start_method="spawn",
+                  timeout=120) == [(0, 1, "gloo", "spawned", "0")]
+
+
+def test_a_failing_rank_raises_its_traceback_and_stops_the_others():
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match="rank 1 of 2 failed") as info:
+        launch(_raise_on_rank_1, world_size=2, timeout=60)
+    assert info.value.rank == 1 and "ValueError: boom on rank 1" in str(info.value)
+    assert time.monotonic() - start < 30  # rank 0 was not waited for
+    assert _descendants() == []
+
+
+def test_a_rank_that_dies_is_reported():
+    with pytest.raises(WorkerError, match="exited with code 3"):
+        launch(_exit_on_rank_1, world_size=2, timeout=60)
+    assert _descendants() == []
+
+
+def test_a_hanging_rank_times_out_and_no_process_survives(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"rank\(s\) \[0, 1\] of 2 did not finish"):
+        launch(_hang_on_rank_1, (str(tmp_path),), world_size=2, timeout=3.0)
+    elapsed = time.monotonic() - start
+    assert 3.0 <= elapsed < 15.0
+    pids = [int(p.read_text()) for p in sorted(tmp_path.glob("*.pid"))]
+    assert len(pids) == 2
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == \
+            psutil.STATUS_ZOMBIE
+    assert _descendants() == []
+
+
+# --------------------------------------------------------------------------
+# DDP and FSDP against one process
+# --------------------------------------------------------------------------
+def test_ddp_gradients_and_losses_equal_one_process_on_the_whole_batch():
+    steps, batch = 3, 8
+    ranks = ddp_train(CONFIG, DATA, world_size=2, steps=steps, batch_size=batch)
+    losses, grads, final = _single_process(steps, batch)
+    for r in ranks:
+        assert (r.strategy, r.backend, r.world_size) == ("ddp", "gloo", 2)
+        for name, g in grads.items():
+            torch.testing.assert_close(r.first_gradients[name], g, **TOLERANCE)
+        assert r.losses == pytest.approx(losses, rel=1e-6)
+        assert r.local_losses != r.losses  # each rank saw half of the batch
+        for name, p in final.items():
+            torch.testing.assert_close(r.final_parameters[name], p, **TOLERANCE)
+    # every rank took the same steps: bit-identical weights, the same loss record
+    for name, p in ranks[0].final_parameters.items():
+        assert torch.equal(p, ranks[1].final_parameters[name])
+    assert ranks[0].losses == ranks[1].losses
+    n = CONFIG.parameter_count()
+    assert [r.parameter_bytes for r in ranks] == [4 * n, 4 * n]
+    assert [r.optimizer_state_bytes for r in ranks] == [8 * n, 8 * n]
+
+
+def test_fsdp_halves_what_each_rank_holds_and_matches_ddp():
+    steps, batch = 3, 8
+    fsdp = fsdp_train(CONFIG, DATA, world_size=2, steps=steps, batch_size=batch)
+    losses, grads, final = _single_process(steps, batch)
+    n = CONFIG.parameter_count()  # every dimension is even: exact halves
+    for r in fsdp:
+        assert (r.strategy, r.parameter_type) == ("fsdp", "DTensor")
+        assert (r.parameter_bytes, r.gradient_bytes, r.optimizer_state_bytes) == (
+            2 * n, 2 * n, 4 * n)
+        assert r.losses == pytest.approx(losses, rel=1e-6)
+        for name, g in grads.items():
+            torch.testing.assert_close(r.first_gradients[name], g, **TOLERANCE)
+        for name, p in final.items():
+            torch.testing.assert_close(r.final_parameters[name], p, **TOLERANCE)
+    assert fsdp[0].grad_norms == pytest.approx(fsdp[1].grad_norms)
+
+
+def test_the_comm_hook_averages_like_ddp_and_times_each_bucket():
+    batch = 8
+    ranks = launch(_timed_ddp_gradients, (batch,), world_size=2, timeout=60)
+    _, grads, _ = _single_process(1, batch)
+    for r in ranks:
+        for name, g in grads.items():
+            torch.testing.assert_close(r["grads"][name], g, **TOLERANCE)
+        assert len(r["seconds"]) >= 1 and all(s > 0 for s in r["seconds"])
+        assert sum(r["nbytes"]) == 4 * r["numel"]
+        assert r["all_reduce"] > 0
+
+
+# --------------------------------------------------------------------------
+# one process, and torchrun
+# --------------------------------------------------------------------------
+def test_init_distributed_without_torchrun_is_a_group_of_one(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RuntimeError, match="no process group"):
+        wrap_ddp(nn.Linear(2, 2))
+    info = init_distributed("gloo", timeout=30)
+    try:
+        assert (info.rank, info.world_size, info.backend, info.device.type) == (
+            0, 1, "gloo", "cpu")
+        with pytest.raises(ValueError, match="no parameters"):
+            wrap_ddp(nn.Sequential())
+        with pytest.raises(ValueError, match="no parameters"):
+            shard_fsdp(nn.Sequential())
+        model = wrap_ddp(nn.Linear(2, 2))
+        model(torch.ones(1, 2)).sum().backward()  # one rank: nothing to average
+    finally:
+        dist.destroy_process_group()
+
+
+def _torchrun(nproc: int) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    command = [str(torchrun)] if torchrun.exists() else [
+        sys.executable, "-m", "torch.distributed.run"]
+    return subprocess.run(
+        [*command, "--standalone", f"--nproc_per_node={nproc}",
+         str(ROOT / "examples" / "train_ddp.py"), "--steps", "3"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_torchrun_runs_the_example(nproc):
+    proc = _torchrun(nproc)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in range(nproc):
+        assert f"rank {rank}/{nproc} (gloo, cpu)" in proc.stdout
+    assert f"DDP on {nproc} process(es) == one process: True" in proc.stdout
+    assert "same weights on every rank: True" in proc.stdout
+
+
+# --------------------------------------------------------------------------
+# bad inputs name their argument
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: launch(_whoami, ("x",), world_size=0), ValueError, "world_size"),
+    (lambda: launch(_whoami, ("x",), world_size=2.0), TypeError, "world_size"),
+    (lambda: launch(_whoami, ("x",), timeout=0), ValueError, "timeout"),
+    (lambda: launch(_whoami, ("x",), timeout=-1.0), ValueError, "timeout"),
+    (lambda: launch(_whoami, ("x",), threads=0), ValueError, "threads"),
+    (lambda: launch("not a function"), TypeError, "fn"),
+    (lambda: launch(_whoami, ["x"]), TypeError, "args"),
+    (lambda: launch(_whoami, ("x",), start_method="fork"), ValueError, "start_method"),
+    (lambda: launch(_whoami, ("x",), backend="mpi"), ValueError, "backend"),
+    (lambda: resolve_backend("nccl", 1) if not torch.cuda.is_available()
+     else resolve_backend("nccl", 10**6), ValueError, "nccl"),
+    (lambda: init_distributed(timeout=0), ValueError, "timeout"),
+    (lambda: wrap_ddp("model"), TypeError, "model"),
+    (lambda: ddp_train(CONFIG, DATA, world_size=2, batch_size=3), ValueError,
+     "batch_size"),
+    (lambda: ddp_train(CONFIG, DATA, world_size=0), ValueError, "world_size"),
+    (lambda: ddp_train({"d_model": 32}, DATA), TypeError, "config"),
+    (lambda: ddp_train(CONFIG, DATA[:10]), ValueError, "train_data"),
+    (lambda: fsdp_train(CONFIG, DATA, context_length=99), ValueError, "context_length"),
+    (lambda: fsdp_train(CONFIG, DATA, steps=0), ValueError, "steps"),
+    (lambda: fsdp_train(CONFIG, DATA, timeout=0.0), ValueError, "timeout"),
+])
+def test_bad_inputs_name_their_argument(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+    assert _descendants() == []
