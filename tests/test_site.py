@@ -17,11 +17,12 @@ import torch
 from bs4 import BeautifulSoup
 
 from conftest import ROOT, SUBPATH, build_env, run_mkdocs_build, write_mini_site
+from llmlab.precompute import notebooks
 
 pytestmark = pytest.mark.site
 
 DOCS = ROOT / "docs"
-NOTEBOOKS = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+NOTEBOOKS = [p.stem for p in notebooks(ROOT / "examples")]
 MANIFEST_DEMO = '["index.md"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n'
 
 

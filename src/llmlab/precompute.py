@@ -9,7 +9,8 @@ blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab``) in worker processes, costliest first, each split experiment's
 parts side by side (timings first, alone). Then it executes every notebook in
-``examples/`` once (in IPython, a fresh process each) and writes, per language, the notebook page's Markdown and its
+``examples/`` (the jupytext files; plain scripts such as ``train_ddp.py`` are
+left alone) once, in IPython, in a fresh process each, and writes, per language, the notebook page's Markdown and its
 ``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/notebooks/``. The
 site's pages read the results from the cache; a call that is not in the
 manifest misses there and fails the build. A run whose inputs (``llmlab``'s
@@ -42,7 +43,8 @@ from typing import Any
 
 from llmlab import cache
 
-__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "split_notebook", "stamp"]
+__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "notebooks", "split_notebook",
+           "stamp"]
 
 LANGUAGES = ("zh", "en")
 REPORT = "precompute.json"
@@ -79,10 +81,16 @@ def load_manifest(path: str | Path) -> list[Call]:
             for text in table.get("calls", [])]
 
 
+def notebooks(examples: str | Path) -> list[Path]:
+    """The jupytext notebooks in ``examples`` (``.py`` files with a ``jupyter:`` header)."""
+    return [path for path in sorted(Path(examples).glob("*.py"))
+            if path.read_text(encoding="utf-8").startswith("# ---\n# jupyter:")]
+
+
 def stamp(manifest: str | Path, examples: str | Path) -> str:
     """Hash of everything a run depends on; equal to the last run's: nothing to do."""
     digest = hashlib.sha256(cache.source_hash().encode())
-    for path in [Path(manifest), *sorted(Path(examples).glob("*.py"))]:
+    for path in [Path(manifest), *notebooks(examples)]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for package in ("torch", "ipython", "jupytext"):
         digest.update(metadata.version(package).encode())
@@ -273,7 +281,7 @@ def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
     import nbformat
 
     executed = cache.cache_dir() / "notebooks"
-    paths = sorted(examples.glob("*.py"))
+    paths = notebooks(examples)
     seconds = _execute_all(paths, executed, workers)
     report = []
     for path in paths:
