@@ -7,7 +7,7 @@ reader needs *exist*, from the Markdown:
 
 * the lecture graph: each lecture links to the lectures it builds on and the one
   it leads to (attention-from-scratch -> multihead-transformer-block ->
-  building-blocks, and back);
+  building-blocks -> training, and back);
 * section-level references where a concept is reused, in each language with its
   own anchors (Chinese slugs on zh pages, English slugs on en pages), placed in
   the section that reuses the concept;
@@ -30,7 +30,9 @@ LECTURES = [p.removeprefix("lectures/") for p in lecture_pages()]
 GRAPH = {
     "attention-from-scratch.md": {"multihead-transformer-block.md", "building-blocks.md"},
     "multihead-transformer-block.md": {"attention-from-scratch.md", "building-blocks.md"},
-    "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md"},
+    "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
+                           "training.md"},
+    "training.md": {"building-blocks.md"},
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -50,6 +52,8 @@ SECTION_LINKS = {
          "attention-from-scratch.md#11-多头注意力的两种写法"),
         ("attention-from-scratch.md", "11. 多头注意力的两种写法",
          "multihead-transformer-block.md#多头注意力"),
+        ("training.md", "数据与训练循环", "building-blocks.md#完整模型"),
+        ("training.md", "KV 缓存", "building-blocks.md#带-rope-的因果多头自注意力"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -66,6 +70,9 @@ SECTION_LINKS = {
          "attention-from-scratch.md#11-multi-head-two-ways"),
         ("attention-from-scratch.md", "11. Multi-head, two ways",
          "multihead-transformer-block.md#multi-head-attention"),
+        ("training.md", "The data and the loop", "building-blocks.md#the-whole-model"),
+        ("training.md", "The KV cache",
+         "building-blocks.md#causal-multi-head-self-attention-with-rope"),
     ],
 }
 
