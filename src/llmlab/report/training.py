@@ -50,6 +50,7 @@ __all__ = [
     "adamw_table",
     "checkpoint_table",
     "clipping_table",
+    "continuations_markdown",
     "fmt_bytes",
     "generation_timing_figure",
     "grad_norm_figure",
@@ -70,6 +71,7 @@ __all__ = [
     "source_block",
     "throughput_table",
     "token_name",
+    "undecodable_line",
     "undecodable_share",
 ]
 
@@ -241,10 +243,17 @@ def clipping_table(r: GradientClippingResult) -> Localized:
         (label("裁剪后的全局范数", "global norm after"), fmt_float(r.norm_after, 4),
          fmt_float(r.torch_norm_after, 4)),
     ]
-    headers = [label(f"阈值 max_l2_norm = {r.max_l2_norm:g}",
-                     f"threshold max_l2_norm = {r.max_l2_norm:g}"),
-               "gradient_clipping", "clip_grad_norm_"]
+    headers = [f"max_l2_norm = {r.max_l2_norm:g}", "gradient_clipping", "clip_grad_norm_"]
     return table(headers, rows)
+
+
+def _run_names(runs: Sequence[TrainingRunResult]) -> tuple[str, str]:
+    """``("莎士比亚和唐诗两次训练", "the Shakespeare and Tang poems runs")``, any count."""
+    names = [CORPUS_NAMES[r.corpus] for r in runs]
+    count = {1: "", 2: "两次", 3: "三次"}.get(len(runs), f"{len(runs)} 次")
+    zh = f"{'和'.join(n.zh for n in names)}{count}训练"
+    en = f"the {' and '.join(n.en for n in names)} run{'s' if len(runs) > 1 else ''}"
+    return zh, en
 
 
 def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
@@ -267,11 +276,11 @@ def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
 
         return _draw(lang, 6.0, 3.0, draw)
 
-    names = [CORPUS_NAMES[r.corpus] for r in runs]
+    zh, en = _run_names(runs)
     return figure(make, data=[[r.grad_norms for r in runs], clip], alt=label(
-        f"{'和'.join(n.zh for n in names)}两次训练每一步裁剪前的梯度范数，虚线是阈值 {clip:g}",
-        f"The gradient norm before clipping at every step of the "
-        f"{' and '.join(n.en for n in names)} runs, with the threshold {clip:g} dashed"))
+        f"{zh}每一步裁剪前的梯度范数，虚线是阈值 {clip:g}",
+        f"The gradient norm before clipping at every step of {en}, with the threshold "
+        f"{clip:g} dashed"))
 
 
 # --- (3) training runs --------------------------------------------------------------
@@ -342,14 +351,12 @@ def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
 
         return _draw(lang, 6.0, 3.6, draw)
 
-    names = [CORPUS_NAMES[r.corpus] for r in runs]
+    zh, en = _run_names(runs)
     return figure(make, data=[[(r.train_losses, r.val_losses) for r in runs], log_v],
                   alt=label(
-        f"{'和'.join(n.zh for n in names)}两次训练的损失曲线：每一步的训练损失和每隔几步的验证损失，"
-        "虚线是均匀瞎猜的 ln 256",
-        f"Loss curves of the {' and '.join(n.en for n in names)} runs: training loss "
-        "at every step, validation loss every few steps, and ln 256 (a uniform "
-        "guess) dashed"))
+        f"{zh}的损失曲线：每一步的训练损失和每隔几步的验证损失，虚线是均匀瞎猜的 ln 256",
+        f"Loss curves of {en}: training loss at every step, validation loss every few "
+        "steps, and ln 256 (a uniform guess) dashed"))
 
 
 def _stage(r: TrainingRunResult, s: Sample) -> Label:
@@ -361,13 +368,17 @@ def _stage(r: TrainingRunResult, s: Sample) -> Label:
 
 
 def samples_markdown(r: TrainingRunResult, first_only: bool = True) -> Localized:
-    """The samples at each stage as text blocks (the first text, or all of them)."""
+    """The samples at each stage as text blocks (the first text, or all of them).
+
+    The blocks have the class ``llmlab-sample``: the site wraps their long lines.
+    """
     def make(lang: str) -> str:
         parts = []
         for s in r.samples:
             texts = s.texts[:1] if first_only else s.texts
-            blocks = "\n".join(f"````text\n{r.prompt}{printable(t).rstrip()}\n````"
-                               for t in texts)
+            blocks = "\n".join(
+                f"````{{.text .llmlab-sample}}\n{r.prompt}{printable(t).rstrip()}\n````"
+                for t in texts)
             parts.append(f"**{text(_stage(r, s), lang)}**\n\n{blocks}")
         return "\n\n".join(parts) + "\n"
 
@@ -375,18 +386,29 @@ def samples_markdown(r: TrainingRunResult, first_only: bool = True) -> Localized
 
 
 def poem_shape_table(r: TrainingRunResult) -> Localized:
-    """Per stage: texts, lines counted, shaped lines, texts mostly shaped; the corpus."""
-    rows = [(_stage(r, s), len(s.texts), s.lines, s.shaped_lines, fmt_pct(s.shape_share),
-             mostly_shaped(s.texts), fmt_pct(undecodable_share(s.texts)))
+    """Per stage: shaped lines of all lines, texts mostly shaped; the real poems.
+
+    The share of undecodable characters per stage is :func:`undecodable_line`.
+    """
+    rows = [(_stage(r, s), f"{s.shaped_lines} / {s.lines} ({fmt_pct(s.shape_share)})",
+             f"{mostly_shaped(s.texts)} / {len(s.texts)}")
             for s in r.samples]
-    rows.append((label("验证集里的原诗", "the poems of the validation text"), "—",
-                 fmt_int(r.corpus_lines), fmt_int(r.corpus_shaped_lines),
-                 fmt_pct(r.corpus_shape_share), "—", "—"))
-    headers = [label("样本", "sample"), label("段数", "texts"), label("行数", "lines"),
-               label("合格律的行", "shaped lines"), label("占比", "share"),
-               label("多数行合格律的段", "texts mostly shaped"),
-               label("无法解码的字符", "undecodable characters")]
+    rows.append((label("验证集里的原诗", "the real poems (validation)"),
+                 f"{fmt_int(r.corpus_shaped_lines)} / {fmt_int(r.corpus_lines)} "
+                 f"({fmt_pct(r.corpus_shape_share)})", "—"))
+    headers = [label("样本", "sample"), label("合格律的行", "shaped lines"),
+               label("多数行合格律的段", "texts mostly shaped")]
     return table(headers, rows)
+
+
+def undecodable_line(r: TrainingRunResult) -> Label:
+    """One line: the share of ``�`` in the samples of each stage."""
+    shares = [fmt_pct(undecodable_share(s.texts)) for s in r.samples]
+    steps = [s.iteration for s in r.samples]
+    zh = "，".join(f"第 {i} 步 {x}" for i, x in zip(steps, shares))
+    en = ", ".join(f"step {i} {x}" for i, x in zip(steps, shares))
+    return label(f"无法解码的字符（`�`）所占的比例：{zh}",
+                 f"share of undecodable characters (`�`): {en}")
 
 
 def throughput_table(t: ThroughputTiming) -> Localized:
@@ -409,19 +431,28 @@ def throughput_table(t: ThroughputTiming) -> Localized:
 
 
 def sampling_table(r: SamplingResult) -> Localized:
-    """Each rule: tokens it keeps, entropy of the next-token distribution, the text."""
+    """Each rule: the tokens it keeps and the entropy of its next-token distribution."""
     stats = {rule: (k, h) for rule, k, h in zip(r.distribution_rules, r.kept, r.entropies)}
     stats["greedy"] = (1, 0.0)  # all the probability on one token
-    rows = []
-    for rule, continuation in zip(r.rules, r.texts):
-        kept, entropy = stats[rule]
-        rows.append((RULE_NAMES[rule], kept, fmt_float(entropy, 2),
-                     _code_span(continuation)))
+    rows = [(RULE_NAMES[rule], stats[rule][0], fmt_float(stats[rule][1], 2))
+            for rule in r.rules]
     headers = [label("规则", "rule"), label("保留的 token", "tokens kept"),
-               label("熵（nat）", "entropy (nats)"),
-               label(f"续写（{r.max_new_tokens} 个字节）",
-                     f"continuation ({r.max_new_tokens} bytes)")]
-    return table(headers, rows, align="lrrl")
+               label("熵（nat）", "entropy (nats)")]
+    return table(headers, rows)
+
+
+def continuations_markdown(r: SamplingResult) -> Localized:
+    """The continuation under each rule, one content tab per rule, prompt included."""
+    def make(lang: str) -> str:
+        tabs = []
+        for rule, continuation in zip(r.rules, r.texts):
+            body = f"{r.prompt}{printable(continuation).rstrip()}"
+            block = "\n".join("    " + line if line else "" for line in
+                              f"````{{.text .llmlab-sample}}\n{body}\n````".split("\n"))
+            tabs.append(f'=== "{text(RULE_NAMES[rule], lang)}"\n\n{block}')
+        return "\n\n".join(tabs) + "\n"
+
+    return Localized(make)
 
 
 def next_token_figure(r: SamplingResult) -> Localized:
@@ -467,11 +498,11 @@ def kv_equality_table(r: KVCacheCheckResult) -> Localized:
 
 def kv_memory_table(r: KVCacheCheckResult) -> Localized:
     """Cached tokens: the formula's bytes and the tensors' ``nbytes``."""
-    rows = [(t, fmt_int(f), fmt_int(b), yes_no(f == b))
+    rows = [(t, fmt_int(f), fmt_int(b))
             for t, f, b in zip(r.tokens, r.formula_bytes, r.tensor_bytes)]
     headers = [label("缓存的 token", "tokens cached"),
                label("公式（字节）", "formula (bytes)"),
-               label("张量的 nbytes", "tensors' nbytes"), label("相等", "equal")]
+               label("张量的 nbytes", "tensors' nbytes")]
     return table(headers, rows)
 
 
@@ -509,15 +540,12 @@ def checkpoint_table(r: CheckpointResumeResult) -> Localized:
     """Resumed runs against the uninterrupted one."""
     n = r.steps_each
     rows = [
-        (label("恢复全部状态（含取批的随机数生成器）", "everything restored (batch generator too)"),
-         yes_no(r.weights_equal), yes_no(r.losses_equal), f"{r.max_abs_diff:g}"),
+        (label("恢复全部状态，含取批的生成器", "everything restored, batch generator too"),
+         yes_no(r.weights_equal and r.losses_equal), f"{r.max_abs_diff:g}"),
         (label("取批的生成器重新播种", "batch generator seeded afresh"),
-         yes_no(r.without_generator_equal), "—", f"{r.without_generator_max_abs_diff:.1e}"),
+         yes_no(r.without_generator_equal), f"{r.without_generator_max_abs_diff:.1e}"),
     ]
     headers = [label(f"{n} 步，保存，载入，再 {n} 步", f"{n} steps, save, load, {n} more"),
-               label(f"与连续 {2 * n} 步的权重逐位相同", f"weights bit-equal to {2 * n} "
-                     "straight steps"),
-               label("每步损失相同", "same loss every step"),
+               label(f"与连续 {2 * n} 步逐位相同", f"bit-equal to {2 * n} straight steps"),
                label("权重的最大差", "largest weight difference")]
     return table(headers, rows)
-
