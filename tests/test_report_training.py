@@ -151,7 +151,8 @@ def test_sampling_renderers():
     assert "| top-k, k = 5 | 5 | 1.50 |" in en
     tabs = _both(rt.continuations_markdown(r))
     assert tabs["en"].count('=== "') == len(r.rules) and '=== "贪心"' in tabs["zh"]
-    assert "    ````{.text .llmlab-sample}\n    ROMEO:\n    I a b\n    c\n    ````" in tabs["en"]
+    block = "    ````{.text .llmlab-sample}\n    ROMEO:\n    I a b\n    c\n    ````"
+    assert block in tabs["en"]  # indented into its tab, newlines kept
     _check_figure(rt.next_token_figure(r))
 
 

@@ -213,16 +213,19 @@ def lr_schedule_figure(r: LrScheduleResult) -> Localized:
     def make(lang: str) -> str:
         def draw(fig: Any, ax: Any) -> None:
             ax.plot(r.iterations, r.learning_rates, linewidth=1.8)
-            for x, name in ((tw, label(f"预热结束 $T_w$ = {tw}", f"warm-up ends, $T_w$ = {tw}")),
-                            (tc, label(f"余弦结束 $T_c$ = {tc}", f"cosine ends, $T_c$ = {tc}"))):
+            marks = ((tw, label(f"预热结束 $T_w$ = {tw}", f"warm-up ends, $T_w$ = {tw}")),
+                     (tc, label(f"余弦结束 $T_c$ = {tc}", f"cosine ends, $T_c$ = {tc}")))
+            for x, name in marks:
                 ax.axvline(x, color="grey", linestyle=":", linewidth=1)
                 ax.annotate(text(name, lang), (x, r.max_learning_rate), fontsize=8,
                             xytext=(4, -12), textcoords="offset points")
             ax.axhline(r.min_learning_rate, color="grey", linestyle="--", linewidth=1)
-            ax.annotate(rf"$\alpha_{{\min}}$ = {r.min_learning_rate:g}", (0, r.min_learning_rate),
-                        fontsize=8, xytext=(4, 4), textcoords="offset points")
+            ax.annotate(rf"$\alpha_{{\min}}$ = {r.min_learning_rate:g}",
+                        (0, r.min_learning_rate), fontsize=8, xytext=(4, 4),
+                        textcoords="offset points")
             ax.set_xlabel(text(label("迭代 t", "iteration t"), lang))
-            ax.set_ylabel(text(label(r"学习率 $\alpha_t$", r"learning rate $\alpha_t$"), lang))
+            ax.set_ylabel(text(label(r"学习率 $\alpha_t$", r"learning rate $\alpha_t$"),
+                               lang))
             ax.grid(True, alpha=0.3)
 
         return _draw(lang, 6.0, 3.0, draw)
@@ -313,7 +316,8 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
             [fmt_pct(r.val_loss_vs_uniform) for r in runs]),
     ]
     return table([label("设置与结果", "setting or result"),
-                  *[CORPUS_NAMES[r.corpus] for r in runs]], rows, align="l" + "l" * len(runs))
+                  *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
+                 align="l" + "l" * len(runs))
 
 
 def model_line(r: TrainingRunResult) -> Label:
