@@ -14,8 +14,9 @@
 # 这个笔记本在莎士比亚的剧本上训练一个很小的 Llama 式模型，再让它续写文字。
 # 每一步都用 `llmlab` 里自己写的部件：交叉熵、AdamW、余弦学习率、随机取批、训练循环和采样。
 # 模型直接读 UTF-8 字节（词表 256），所以不需要先训练分词器。
-# 讲解见《训练与生成文本》一讲；也可以直接运行 `python examples/train_tiny_lm.py`，
-# 在一个 CPU 核上不到半分钟。
+# 讲解见[《训练与生成文本》](../lectures/training.md)一讲，这里训练的正是那一讲里的莎士比亚模型。
+# 构建网站时，训练这一步直接取用那一讲缓存好的结果；自己运行 `python examples/train_tiny_lm.py` 时没有缓存，
+# 它会当场训练，在一个 CPU 核上只要几秒钟。
 
 # %% [markdown] lang="en"
 # # Training a tiny language model from scratch
@@ -24,9 +25,12 @@
 # lets it continue a prompt. Every step uses the parts written in `llmlab`: the
 # cross-entropy, AdamW, the cosine learning rate, random batches, the training loop
 # and sampling. The model reads raw UTF-8 bytes (a vocabulary of 256), so no tokenizer
-# has to be trained first. The lecture "Training and generating text" explains each
-# part; the script also runs on its own, `python examples/train_tiny_lm.py`, in under
-# half a minute on one CPU core.
+# has to be trained first. The lecture
+# ["Training and generating text"](../lectures/training.md) explains each part; the
+# model trained here is that lecture's Shakespeare model. When the site is built, the
+# training step reuses that lecture's cached result; run
+# `python examples/train_tiny_lm.py` yourself, with no cache, and it trains on the spot,
+# in a few seconds on one CPU core.
 
 # %%
 import math
@@ -76,36 +80,39 @@ assert abs(loss - math.log(256)) < 0.5
 # %% [markdown] lang="zh"
 # ## 训练
 #
+# `run_training_run` 是讲义用的那个实验函数：它建好同样大小的模型，交给 `train` 训练。
 # `train` 每一步随机取 16 段、每段 64 个字节，算交叉熵，反向传播，把梯度范数裁到 1，
 # 再让 AdamW 更新一次；学习率先线性预热，再按余弦降到峰值的十分之一。
-# 每 25 步在留出的最后 10% 文本上量一次验证损失。
+# 训练过程中每隔几步在留出的最后 10% 文本上量一次验证损失，并在开始、一半和结束时各采一段样本。
+# 下面先调用它，再把它训练模型的那段代码显示出来。
 
 # %% [markdown] lang="en"
 # ## Training
 #
-# At every step `train` draws 16 random windows of 64 bytes, computes the
-# cross-entropy, backpropagates, clips the gradient norm to 1 and lets AdamW update
-# the weights; the learning rate warms up linearly, then follows a cosine down to a
-# tenth of its peak. Every 25 steps it measures the validation loss on the held-out
-# last 10 % of the text.
+# `run_training_run` is the lecture's experiment: it builds a model of the same size and
+# hands it to `train`. At every step `train` draws 16 random windows of 64 bytes,
+# computes the cross-entropy, backpropagates, clips the gradient norm to 1 and lets
+# AdamW update the weights; the learning rate warms up linearly, then follows a cosine
+# down to a tenth of its peak. Every few steps it measures the validation loss on the
+# held-out last 10 % of the text, and it samples a text at the start, halfway and at
+# the end. Below we call it, then show the code with which it trained the model.
 
 # %%
-from llmlab.training import AdamW, cosine_schedule, train
+from IPython.display import Markdown, display
 
-torch.manual_seed(0)
-model = TransformerLM(vocab_size=256, context_length=64, d_model=64, num_layers=2,
-                      num_heads=4, d_ff=176)
-optimizer = AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1)
-steps = 100
-result = train(model, optimizer, train_ids, steps=steps, batch_size=16,
-               val_data=val_ids, eval_every=25, eval_batches=4,
-               lr_schedule=cosine_schedule(1e-2, 1e-3, warmup_iters=10,
-                                           cosine_cycle_iters=steps),
-               max_grad_norm=1.0, seed=0)
+from llmlab.experiments.training import run_training_run
+from llmlab.report.training import loss_curves_figure, source_block
+
+result = run_training_run(corpus="shakespeare")  # cached when the site builds
+display(Markdown(source_block(run_training_run.uncached, "settings = _settings(",
+                              "n_params =")))
+
+# %%
 for it, val in zip(result.val_iterations, result.val_losses):
     print(f"step {it:4d}  validation loss {val:.3f}")
 print(f"tokens seen: {result.tokens_seen:,}")
 assert result.val_losses[-1] < 0.5 * math.log(256)
+display(loss_curves_figure([result]))
 
 # %% [markdown] lang="zh"
 # ## 续写
@@ -126,6 +133,7 @@ assert result.val_losses[-1] < 0.5 * math.log(256)
 # %%
 from llmlab.generation import generate
 
+model = result.model()  # the trained weights
 prompt = "ROMEO:\n"
 for temperature in (0.5, 0.8, 1.2):
     new = generate(model, tokenizer.encode(prompt), 120, temperature=temperature,

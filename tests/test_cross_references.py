@@ -7,7 +7,7 @@ reader needs *exist*, from the Markdown:
 
 * the lecture graph: each lecture links to the lectures it builds on and the one
   it leads to (attention-from-scratch -> multihead-transformer-block ->
-  building-blocks -> tokenization, and back);
+  building-blocks -> tokenization -> training, and back);
 * section-level references where a concept is reused, in each language with its
   own anchors (Chinese slugs on zh pages, English slugs on en pages), placed in
   the section that reuses the concept;
@@ -31,8 +31,9 @@ GRAPH = {
     "attention-from-scratch.md": {"multihead-transformer-block.md", "building-blocks.md"},
     "multihead-transformer-block.md": {"attention-from-scratch.md", "building-blocks.md"},
     "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
-                           "tokenization.md"},
-    "tokenization.md": {"building-blocks.md"},  # leads to training.md once it exists
+                           "tokenization.md", "training.md"},
+    "tokenization.md": {"building-blocks.md", "training.md"},
+    "training.md": {"building-blocks.md", "tokenization.md"},
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -53,6 +54,8 @@ SECTION_LINKS = {
         ("attention-from-scratch.md", "11. 多头注意力的两种写法",
          "multihead-transformer-block.md#多头注意力"),
         ("tokenization.md", "文档边界", "building-blocks.md#线性层与嵌入层"),
+        ("training.md", "数据与训练循环", "building-blocks.md#完整模型"),
+        ("training.md", "KV 缓存", "building-blocks.md#带-rope-的因果多头自注意力"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -71,6 +74,9 @@ SECTION_LINKS = {
          "multihead-transformer-block.md#multi-head-attention"),
         ("tokenization.md", "Document boundaries",
          "building-blocks.md#linear-and-embedding-layers"),
+        ("training.md", "The data and the loop", "building-blocks.md#the-whole-model"),
+        ("training.md", "The KV cache",
+         "building-blocks.md#causal-multi-head-self-attention-with-rope"),
     ],
 }
 

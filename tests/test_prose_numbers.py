@@ -65,6 +65,7 @@ class Output:
 
 MH = "llmlab.experiments.multihead"
 TK = "llmlab.experiments.tokenization"
+TR = "llmlab.experiments.training"
 # page -> number as written in the prose -> the guards that keep it true
 GUARDS: dict[str, dict[str, list[object]]] = {
     "lectures/attention-from-scratch.md": {
@@ -140,6 +141,17 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         "200": [Default(f"{MH}:run_residual_ablation", "steps", 200),
                 Assert("assert settings == (8, 32, 200, 32)")],
     },
+    "lectures/training.md": {
+        # byte-level: the vocabulary is the 256 byte values
+        "256": [Attr(f"{TR}:TinyLMSettings", "vocab_size", 256)],
+        # the held-out share of each corpus; the attention term of 6ND under 10%
+        "10%": [Default("llmlab.training.data:split_tokens", "validation_fraction", 0.1),
+                Assert("assert abs(r.val_tokens / (r.train_tokens + r.val_tokens) - 0.1)"),
+                Assert("assert share < 0.1")],
+        "5%": [Assert("assert abs(loss - log_v) < 0.05 * log_v")],
+        "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
+        "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
+    },
 }
 
 # Numbers that are not results: (page or "*", number) -> why
@@ -160,6 +172,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lectures/multihead-transformer-block.md", "1024"): "also GPT-2 medium's D (exercise)",
     ("lectures/multihead-transformer-block.md", "1600"): "exercise: GPT-2 XL's D",
     ("lectures/multihead-transformer-block.md", "48"): "exercise: GPT-2 XL's layers",
+    ("lectures/training.md", "2019"): "year of a citation (Loshchilov and Hutter)",
+    ("lectures/training.md", "0.001"): "exercise: a temperature to try",
+    ("lectures/training.md", "100"): "exercise: a temperature to try",
+    ("lectures/training.md", "80"): "exercise: Llama 2 70B's layers (published)",
+    ("lectures/training.md", "64"): "exercise: Llama 2 70B's query heads (published)",
+    ("lectures/training.md", "128"): "exercise: Llama 2 70B's d_head (published)",
+    ("lectures/training.md", "0.9"): "exercise: the momentum of torch.optim.SGD to match",
 }
 
 _NUMBER = re.compile(r"(?<![\w.\\{])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%?|\.\d+%?)(?![\w])")

@@ -15,8 +15,9 @@ that the page can print it.
 * :func:`run_kv_cache_check`: the cache changes no logit; its memory by formula.
 * :func:`run_checkpoint_resume`: a resumed run equals the uninterrupted one.
 
-``time_*`` functions measure speed; they are not cached (the numbers belong to the
-machine they ran on, which they report).
+``time_*`` functions measure speed: cached per machine (``machine_dependent``), so
+that both languages of the page show one measurement; each result names the
+machine it ran on.
 
 Taught on: "Training and generating text".
 """
@@ -72,7 +73,6 @@ __all__ = [
     "SamplingResult",
     "ThroughputTiming",
     "TinyLMSettings",
-    "TorchReferenceLM",
     "TrainingRunResult",
     "corpus_text",
     "machine_description",
@@ -96,12 +96,12 @@ CORPORA: tuple[str, ...] = ("shakespeare", "tang")
 PROMPTS: dict[str, str] = {"shakespeare": "ROMEO:\n"}
 """Prompts for the samples (the Tang prompt is a held-out poem's first line)."""
 
-CORPUS_STEPS: dict[str, int] = {"shakespeare": 100, "tang": 160}
+CORPUS_STEPS: dict[str, int] = {"shakespeare": 80, "tang": 160}
 """Default steps of :func:`run_training_run`: the poems' line shape needs more."""
 
 CORPUS_SAMPLE_ROWS: dict[str, tuple[int, int, int]] = {
     "shakespeare": (1, 1, 1),
-    "tang": (4, 4, 8),
+    "tang": (1, 4, 8),
 }
 """Default texts sampled at the start, middle and end (more to count lines)."""
 
@@ -578,7 +578,7 @@ class TrainingRunResult:
         return model.eval()
 
 
-@cached(cost=6.0)  # seconds on one core, per corpus (Shakespeare ~4, Tang ~6.5)
+@cached(cost=6.0)  # seconds on one core, per corpus (Shakespeare ~3.5, Tang ~6)
 def run_training_run(
     corpus: str = "shakespeare",
     steps: int | None = None,
@@ -903,7 +903,7 @@ def run_checkpoint_resume(steps_each: int = 5, seed: int = 0) -> CheckpointResum
     )
 
 
-# --- timings (machine-dependent, not cached) ----------------------------------------
+# --- timings (machine-dependent, cached per machine) --------------------------------
 
 
 def machine_description() -> str:
@@ -921,163 +921,70 @@ def machine_description() -> str:
     return f"{name}, {threads} thread{'s' if threads > 1 else ''}"
 
 
-class TorchReferenceLM(nn.Module):
-    """The Llama-style model of ``TransformerLM`` built from PyTorch's own pieces.
-
-    ``nn.Embedding``, ``nn.RMSNorm``, ``nn.Linear``, ``F.scaled_dot_product_attention``
-    (fused, causal) and ``F.silu``; the same RoPE pairing. Load a ``TransformerLM``'s
-    weights with :meth:`load_from` to get the same function.
-
-    Taught on: "Training and generating text".
-    """
-
-    def __init__(self, vocab_size: int, context_length: int, d_model: int,
-                 num_layers: int, num_heads: int, d_ff: int,
-                 rope_theta: float = 10_000.0) -> None:
-        super().__init__()
-        self.vocab_size, self.context_length = vocab_size, context_length
-        self.num_heads = num_heads
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(
-            nn.ModuleDict(dict(
-                ln1=nn.RMSNorm(d_model, eps=1e-5), ln2=nn.RMSNorm(d_model, eps=1e-5),
-                qkv=nn.Linear(d_model, 3 * d_model, bias=False),
-                out=nn.Linear(d_model, d_model, bias=False),
-                w13=nn.Linear(d_model, 2 * d_ff, bias=False),
-                w2=nn.Linear(d_ff, d_model, bias=False),
-            ))
-            for _ in range(num_layers)
-        )
-        self.ln_final = nn.RMSNorm(d_model, eps=1e-5)
-        self.head = nn.Linear(d_model, vocab_size, bias=False)
-        d_head = d_model // num_heads
-        k = torch.arange(d_head // 2, dtype=torch.float64)
-        angles = torch.outer(torch.arange(context_length, dtype=torch.float64),
-                             rope_theta ** (-2 * k / d_head))
-        self.register_buffer("cos", angles.cos().float(), persistent=False)
-        self.register_buffer("sin", angles.sin().float(), persistent=False)
-
-    def _rope(self, x: Tensor) -> Tensor:
-        t = x.shape[-2]
-        cos, sin = self.cos[:t], self.sin[:t]  # (T, d_head/2)
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), -1).flatten(-2)
-
-    def forward(self, ids: Tensor) -> Tensor:
-        """Integer ``(B, T)`` -> logits ``(B, T, vocab_size)``."""
-        x = self.embed(ids)  # (B, T, D)
-        b, t, d = x.shape
-        for blk in self.blocks:
-            q, k, v = blk["qkv"](blk["ln1"](x)).split(d, dim=-1)
-            q, k, v = (y.view(b, t, self.num_heads, -1).transpose(1, 2)
-                       for y in (q, k, v))  # (B, h, T, d_head)
-            y = F.scaled_dot_product_attention(self._rope(q), self._rope(k), v,
-                                               is_causal=True)
-            x = x + blk["out"](y.transpose(1, 2).reshape(b, t, d))
-            gate, up = blk["w13"](blk["ln2"](x)).chunk(2, dim=-1)
-            x = x + blk["w2"](F.silu(gate) * up)
-        return self.head(self.ln_final(x))
-
-    @torch.no_grad()
-    def load_from(self, model: TransformerLM) -> TorchReferenceLM:
-        """Copy ``model``'s weights (CS336 names) into these pieces."""
-        self.embed.weight.copy_(model.token_embeddings.weight)
-        for blk, layer in zip(self.blocks, model.layers):
-            attn, ffn = layer.attn, layer.ffn
-            blk["ln1"].weight.copy_(layer.ln1.weight)
-            blk["ln2"].weight.copy_(layer.ln2.weight)
-            blk["qkv"].weight.copy_(torch.cat(
-                [attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]))
-            blk["out"].weight.copy_(attn.output_proj.weight)
-            blk["w13"].weight.copy_(torch.cat([ffn.w1.weight, ffn.w3.weight]))
-            blk["w2"].weight.copy_(ffn.w2.weight)
-        self.ln_final.weight.copy_(model.ln_final.weight)
-        self.head.weight.copy_(model.lm_head.weight)
-        return self
-
-
 @dataclasses.dataclass
 class ThroughputTiming:
-    """Training tokens per second: our modules and loop vs PyTorch's pieces.
+    """Training tokens per second of the lecture's model, loop and optimiser.
 
     Attributes:
         machine: Processor and threads.
-        ours: Tokens/s of each repetition, ``TransformerLM`` + ``cross_entropy`` +
-            our ``AdamW`` + ``gradient_clipping`` (the steps of ``train``).
-        torch: Tokens/s of :class:`TorchReferenceLM` + ``F.cross_entropy`` +
-            ``torch.optim.AdamW`` + ``clip_grad_norm_``.
+        tokens_per_s: Tokens/s of each repetition: ``steps`` steps of :func:`train`
+            (``TransformerLM``, ``cross_entropy``, our ``AdamW``,
+            ``gradient_clipping``), after a few warm-up steps.
         settings: The model and batch.
         steps: Timed steps per repetition.
+        n_non_embedding: Parameters without the token embeddings (for 6·N FLOPs
+            per token).
     """
 
     machine: str
-    ours: list[float]
-    torch: list[float]
+    tokens_per_s: list[float]
     settings: TinyLMSettings
     steps: int
+    n_non_embedding: int
 
     @property
-    def ratio(self) -> float:
-        """Median ours / median torch (1.0: as fast)."""
-        return statistics.median(self.ours) / statistics.median(self.torch)
+    def median_tokens_per_s(self) -> float:
+        """The median over repetitions."""
+        return statistics.median(self.tokens_per_s)
+
+    @property
+    def flops_per_s(self) -> float:
+        """``6 · n_non_embedding · median_tokens_per_s``: the 6ND estimate per second."""
+        return 6.0 * self.n_non_embedding * self.median_tokens_per_s
 
 
-def _timed_steps(model: nn.Module, opt: torch.optim.Optimizer, data: np.ndarray,
-                 settings: TinyLMSettings, steps: int, ours: bool) -> float:
-    gen = torch.Generator().manual_seed(0)
-    loss_fn = cross_entropy if ours else (
-        lambda logits, y: F.cross_entropy(logits.flatten(0, 1), y.flatten()))
-    clip = gradient_clipping if ours else nn.utils.clip_grad_norm_
-    batches = [get_batch(data, settings.batch_size, settings.context_length,
-                         generator=gen) for _ in range(steps + 2)]
-    for i, (x, y) in enumerate(batches):
-        if i == 2:  # two warm-up steps
-            start = time.perf_counter()
-        loss = loss_fn(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        clip(model.parameters(), settings.max_grad_norm)
-        opt.step()
-        loss.item()
-    return steps * settings.batch_size * settings.context_length / (
-        time.perf_counter() - start)
-
-
+@cached(machine_dependent=True)
 def time_training_throughput(
     repeats: int = 3,
-    steps: int = 20,
+    steps: int = 10,
     settings: TinyLMSettings | None = None,
-    on_repeat: Callable[[int, float, float], None] | None = None,
 ) -> ThroughputTiming:
-    """Tokens/s of training steps, ours and PyTorch's, interleaved repetitions.
+    """Tokens/s of :func:`train` on Shakespeare batches, ``repeats`` times.
 
-    ``on_repeat(i, ours, torch)`` is called after each repetition (a benchmark
-    prints there). Not cached: the numbers belong to this machine.
+    Cached per machine (``machine_dependent``): the numbers belong to the machine
+    they ran on, which the result names.
 
     Taught on: "Training and generating text".
     """
     settings = settings or TinyLMSettings()
-    data = np.frombuffer(corpus_text("shakespeare").encode("utf-8"), dtype=np.uint8)
+    train_ids, _, _ = _tokens("shakespeare")
     torch.manual_seed(0)
-    ours_model = settings.model()
-    ref_model = TorchReferenceLM(settings.vocab_size, settings.context_length,
-                                 settings.d_model, settings.num_layers,
-                                 settings.num_heads, settings.d_ff)
-    ref_model.load_from(ours_model)
-    ours_opt = settings.optimizer(ours_model)
-    ref_opt = torch.optim.AdamW(ref_model.parameters(), lr=settings.max_lr,
-                                betas=settings.betas,
-                                weight_decay=settings.weight_decay)
-    for model, opt, is_ours in ((ours_model, ours_opt, True),
-                                (ref_model, ref_opt, False)):
-        _timed_steps(model, opt, data, settings, 3, is_ours)  # warm-up, not counted
-    ours, ref = [], []
-    for i in range(repeats):
-        ours.append(_timed_steps(ours_model, ours_opt, data, settings, steps, True))
-        ref.append(_timed_steps(ref_model, ref_opt, data, settings, steps, False))
-        if on_repeat is not None:
-            on_repeat(i, ours[-1], ref[-1])
-    return ThroughputTiming(machine_description(), ours, ref, settings, steps)
+    model = settings.model()
+    opt = settings.optimizer(model)
+    gen = torch.Generator().manual_seed(0)
+    done, rates = 0, []
+    for i in range(repeats + 1):
+        n = 3 if i == 0 else steps  # the first call warms up, not counted
+        r = train(model, opt, train_ids, steps=n, batch_size=settings.batch_size,
+                  lr_schedule=settings.schedule(), max_grad_norm=settings.max_grad_norm,
+                  generator=gen, start_iteration=done)
+        done += n
+        if i:
+            rates.append(r.tokens_seen / r.seconds)
+    n_non_embedding = (sum(p.numel() for p in model.parameters())
+                       - model.token_embeddings.weight.numel())
+    return ThroughputTiming(machine_description(), rates, settings, steps,
+                            n_non_embedding)
 
 
 @dataclasses.dataclass
@@ -1104,13 +1011,16 @@ class GenerationTiming:
     settings: TinyLMSettings
 
 
+@cached(machine_dependent=True)
 def time_generation(
-    context_length: int = 256,
+    context_length: int = 128,
     d_model: int = 64,
     num_layers: int = 2,
     repeats: int = 3,
 ) -> GenerationTiming:
     """Time each generated token as the text grows from 1 to ``context_length``.
+
+    Cached per machine (``machine_dependent``), like :func:`time_training_throughput`.
 
     Taught on: "Training and generating text".
     """
@@ -1139,8 +1049,7 @@ def time_generation(
                     times.append(time.perf_counter() - tic)
                 totals[use_cache].append(steps / (time.perf_counter() - start))
                 per_step[use_cache].append(times)
-    marks = sorted({1, 16, 64, context_length // 2, context_length - 1} & set(
-        range(1, steps + 1)))
+    marks = sorted({1, *range(16, steps + 1, 16), steps})  # text lengths - 1
     med = {use: [1e3 * statistics.median(run[m - 1] for run in per_step[use])
                  for m in marks] for use in (True, False)}
     return GenerationTiming(machine_description(), [m + 1 for m in marks],

@@ -1,0 +1,555 @@
+"""Tables and figures of :mod:`llmlab.experiments.training`, in the reader's language.
+
+Generated text is shown as it came out, with two substitutions so that it reads
+on a page: control characters (an untrained byte-level model emits them) become
+``�``, as undecodable bytes already do; in a table cell a newline becomes ``↵``.
+
+Taught on: "Training and generating text".
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from llmlab.experiments.training import (
+    AdamWCheckResult,
+    CheckpointResumeResult,
+    GenerationTiming,
+    GradientClippingResult,
+    KVCacheCheckResult,
+    LossAtInitResult,
+    LrScheduleResult,
+    Sample,
+    SamplingResult,
+    ThroughputTiming,
+    TrainingRunResult,
+    poem_shape_share,
+)
+from llmlab.report import (
+    Label,
+    Localized,
+    _draw,
+    figure,
+    fmt_float,
+    fmt_int,
+    fmt_pct,
+    label,
+    table,
+    text,
+    yes_no,
+)
+
+__all__ = [
+    "CORPUS_NAMES",
+    "RULE_NAMES",
+    "adamw_table",
+    "checkpoint_table",
+    "clipping_table",
+    "continuations_markdown",
+    "fmt_bytes",
+    "generation_timing_figure",
+    "grad_norm_figure",
+    "kv_equality_table",
+    "kv_memory_table",
+    "loss_at_init_table",
+    "loss_curves_figure",
+    "lr_schedule_figure",
+    "model_line",
+    "mostly_shaped",
+    "next_token_figure",
+    "overflow_table",
+    "poem_shape_table",
+    "printable",
+    "run_settings_table",
+    "samples_markdown",
+    "sampling_table",
+    "source_block",
+    "throughput_table",
+    "token_name",
+    "undecodable_line",
+    "undecodable_share",
+]
+
+CORPUS_NAMES = {
+    "shakespeare": label("莎士比亚", "Shakespeare"),
+    "tang": label("唐诗", "Tang poems"),
+}
+
+RULE_NAMES = {
+    "greedy": label("贪心", "greedy"),
+    "temperature=0.5": label("温度 0.5", "temperature 0.5"),
+    "temperature=1.0": label("温度 1.0", "temperature 1.0"),
+    "temperature=1.5": label("温度 1.5", "temperature 1.5"),
+    "top_k=5": "top-k, k = 5",
+    "top_p=0.9": "top-p, p = 0.9",
+}
+
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but "\n"
+
+
+def printable(s: str) -> str:
+    """``s`` with control characters (newline kept) shown as ``�``."""
+    return _CONTROL.sub("\ufffd", s)
+
+
+def token_name(token: str) -> str:
+    """A one-token string as a reader can see it: ``␣`` for a space, ``↵`` for a newline."""
+    return {" ": "␣", "\n": "↵", "\t": "⇥"}.get(token, printable(token))
+
+
+def _code_span(s: str) -> str:
+    """``s`` as inline code whatever backticks it holds; newlines as ``↵``."""
+    s = printable(s).replace("\n", "↵")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def source_block(obj: Any, start: str | None = None, stop: str | None = None) -> str:
+    """``obj``'s source as a fenced Python block, without its docstring.
+
+    With ``start`` (and ``stop``), only the lines from the first one containing
+    ``start`` up to, not including, the first later one containing ``stop``,
+    dedented. A marker that is not found raises ``ValueError`` (the page that shows
+    the excerpt then fails to build instead of showing the wrong lines).
+    """
+    lines = textwrap.dedent(inspect.getsource(obj)).splitlines()
+    node = ast.parse("\n".join(lines)).body[0]
+    body = getattr(node, "body", [])
+    if body and isinstance(body[0], ast.Expr) and isinstance(
+            getattr(body[0], "value", None), ast.Constant) and isinstance(
+            body[0].value.value, str):  # a docstring: leave its lines out
+        del lines[body[0].lineno - 1:body[0].end_lineno]
+    if start is not None:
+        first = next((i for i, line in enumerate(lines) if start in line), None)
+        if first is None:
+            raise ValueError(f"{start!r} is not in the source of {obj.__qualname__}")
+        last = len(lines)
+        if stop is not None:
+            last = next((i for i in range(first + 1, len(lines)) if stop in lines[i]),
+                        None)
+            if last is None:
+                raise ValueError(f"{stop!r} does not follow {start!r} in the source "
+                                 f"of {obj.__qualname__}")
+        lines = textwrap.dedent("\n".join(lines[first:last])).splitlines()
+    return "```python\n" + "\n".join(lines).rstrip() + "\n```\n"
+
+
+def fmt_bytes(n: int) -> str:
+    """``2147483648`` -> ``"2.00 GiB"``; below 1 KiB, plain bytes."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def undecodable_share(texts: Sequence[str]) -> float:
+    """Share of characters that are ``�`` (bytes that form no UTF-8 character)."""
+    chars = sum(len(t) for t in texts)
+    return sum(t.count("\ufffd") for t in texts) / chars if chars else 0.0
+
+
+def mostly_shaped(texts: Sequence[str]) -> int:
+    """How many of ``texts`` have more than half of their lines in the poem shape."""
+    counts = [poem_shape_share(t) for t in texts]
+    return sum(shaped > lines / 2 for shaped, lines in counts if lines)
+
+
+# --- (1) loss ----------------------------------------------------------------------
+
+
+def loss_at_init_table(r: LossAtInitResult) -> Localized:
+    """Per vocabulary size: ln V, our loss, PyTorch's, the perplexity."""
+    rows = [(fmt_int(v), fmt_float(lv), fmt_float(loss), fmt_float(ref),
+             fmt_float(ppl, 1))
+            for v, lv, loss, ref, ppl in zip(r.vocab_sizes, r.log_vocab, r.losses,
+                                              r.torch_losses, r.perplexities)]
+    headers = ["vocab_size", "ln(vocab_size)", label("损失（我们的）", "loss (ours)"),
+               "F.cross_entropy", label("困惑度", "perplexity")]
+    return table(headers, rows)
+
+
+def overflow_table(r: LossAtInitResult) -> Localized:
+    """The naive ``-log(softmax)`` against :func:`cross_entropy` on huge logits."""
+    logits = "[" + ", ".join(f"{x:g}" for x in r.big_logits) + "]"
+    rows = [("`-log(softmax(o))[x]`", str(r.naive_loss)),
+            ("`cross_entropy(o, x)`", fmt_float(r.stable_loss))]
+    return table([label(f"o = {logits}，x = {r.target}", f"o = {logits}, x = {r.target}"),
+                  label("损失", "loss")], rows)
+
+
+# --- (2) optimiser -----------------------------------------------------------------
+
+
+def adamw_table(r: AdamWCheckResult) -> Localized:
+    """Our AdamW against ``torch.optim.AdamW``: weights and losses after each run."""
+    loss_gap = max(abs(a - b) for a, b in zip(r.losses_ours, r.losses_torch))
+    rows = [
+        (label("步数", "steps"), fmt_int(r.steps)),
+        (label("参数量", "parameters"), fmt_int(r.n_parameters)),
+        (label("第 1 步的损失（我们的 / PyTorch）", "loss at step 1 (ours / PyTorch)"),
+         f"{fmt_float(r.losses_ours[0], 4)} / {fmt_float(r.losses_torch[0], 4)}"),
+        (label(f"第 {r.steps} 步的损失（我们的 / PyTorch）",
+               f"loss at step {r.steps} (ours / PyTorch)"),
+         f"{fmt_float(r.losses_ours[-1], 4)} / {fmt_float(r.losses_torch[-1], 4)}"),
+        (label("每一步损失的最大差", "largest loss difference, any step"),
+         f"{loss_gap:.1e}"),
+        (label("每一步权重的最大差", "largest weight difference, any step"),
+         f"{max(r.max_abs_diff):.1e}"),
+    ]
+    return table([label("AdamW，两种实现", "AdamW, two implementations"),
+                  label("值", "value")], rows)
+
+
+def lr_schedule_figure(r: LrScheduleResult) -> Localized:
+    """The learning rate per iteration, warm-up end and cosine end marked."""
+    tw, tc = r.warmup_iters, r.cosine_cycle_iters
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            ax.plot(r.iterations, r.learning_rates, linewidth=1.8)
+            marks = ((tw, label(f"预热结束 $T_w$ = {tw}", f"warm-up ends, $T_w$ = {tw}")),
+                     (tc, label(f"余弦结束 $T_c$ = {tc}", f"cosine ends, $T_c$ = {tc}")))
+            for x, name in marks:
+                ax.axvline(x, color="grey", linestyle=":", linewidth=1)
+                ax.annotate(text(name, lang), (x, r.max_learning_rate), fontsize=8,
+                            xytext=(4, -12), textcoords="offset points")
+            ax.axhline(r.min_learning_rate, color="grey", linestyle="--", linewidth=1)
+            ax.annotate(rf"$\alpha_{{\min}}$ = {r.min_learning_rate:g}",
+                        (0, r.min_learning_rate), fontsize=8, xytext=(4, 4),
+                        textcoords="offset points")
+            ax.set_xlabel(text(label("迭代 t", "iteration t"), lang))
+            ax.set_ylabel(text(label(r"学习率 $\alpha_t$", r"learning rate $\alpha_t$"),
+                               lang))
+            ax.grid(True, alpha=0.3)
+
+        return _draw(lang, 6.0, 3.0, draw)
+
+    return figure(make, data=[r.iterations, r.learning_rates, tw, tc], alt=label(
+        f"学习率随迭代的变化：前 {tw} 步从 0 线性升到 {r.max_learning_rate:g}，"
+        f"再按余弦降到第 {tc} 步的 {r.min_learning_rate:g}，之后保持不变",
+        f"The learning rate per iteration: a linear rise from 0 to "
+        f"{r.max_learning_rate:g} over {tw} steps, a cosine down to "
+        f"{r.min_learning_rate:g} at step {tc}, flat after that"))
+
+
+def clipping_table(r: GradientClippingResult) -> Localized:
+    """Our clipping against ``clip_grad_norm_`` on one set of gradients."""
+    rows = [
+        (label("裁剪前的全局范数", "global norm before"), fmt_float(r.norm_before, 4),
+         fmt_float(r.torch_norm_before, 4)),
+        (label("裁剪后的全局范数", "global norm after"), fmt_float(r.norm_after, 4),
+         fmt_float(r.torch_norm_after, 4)),
+    ]
+    headers = [f"max_l2_norm = {r.max_l2_norm:g}", "gradient_clipping", "clip_grad_norm_"]
+    return table(headers, rows)
+
+
+def _run_names(runs: Sequence[TrainingRunResult]) -> tuple[str, str]:
+    """``("莎士比亚和唐诗两次训练", "the Shakespeare and Tang poems runs")``, any count."""
+    names = [CORPUS_NAMES[r.corpus] for r in runs]
+    count = {1: "", 2: "两次", 3: "三次"}.get(len(runs), f"{len(runs)} 次")
+    zh = f"{'和'.join(n.zh for n in names)}{count}训练"
+    en = f"the {' and '.join(n.en for n in names)} run{'s' if len(runs) > 1 else ''}"
+    return zh, en
+
+
+def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
+    """Each run's gradient norm before clipping, per step, and the threshold."""
+    clip = runs[0].settings.max_grad_norm
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            for r in runs:
+                ax.plot(r.iterations, r.grad_norms, linewidth=1.2,
+                        label=text(CORPUS_NAMES[r.corpus], lang))
+            ax.axhline(clip, color="grey", linestyle="--", linewidth=1,
+                       label=text(label(f"裁剪阈值 {clip:g}", f"clip threshold {clip:g}"),
+                                  lang))
+            ax.set_xlabel(text(label("训练步数", "training step"), lang))
+            ax.set_ylabel(text(label("裁剪前的梯度范数", "gradient norm before clipping"),
+                               lang))
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False)
+
+        return _draw(lang, 6.0, 3.0, draw)
+
+    zh, en = _run_names(runs)
+    return figure(make, data=[[r.grad_norms for r in runs], clip], alt=label(
+        f"{zh}每一步裁剪前的梯度范数，虚线是阈值 {clip:g}",
+        f"The gradient norm before clipping at every step of {en}, with the threshold "
+        f"{clip:g} dashed"))
+
+
+# --- (3) training runs --------------------------------------------------------------
+
+
+def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
+    """One column per run: data, optimisation, what it cost and where it got.
+
+    The model's shape is :func:`model_line` (the same for every run of the lecture).
+    """
+    def row(name: Label, values: list[Any]) -> tuple:
+        return (name, *values)
+
+    s = [r.settings for r in runs]
+    rows = [
+        row(label("训练 / 验证 token（字节）", "train / validation tokens (bytes)"),
+            [f"{fmt_int(r.train_tokens)} / {fmt_int(r.val_tokens)}" for r in runs]),
+        row(label("步数 × 批大小 × 上下文", "steps × batch × context"),
+            [f"{x.steps} × {x.batch_size} × {x.context_length}" for x in s]),
+        row(label("学习率（峰值 → 最低），预热", "learning rate (peak → floor), warm-up"),
+            [f"{x.max_lr:g} → {x.min_lr:g}, {x.warmup_iters}" for x in s]),
+        row(label("见过的 token（占训练集）", "tokens seen (share of the training set)"),
+            [f"{fmt_int(r.tokens_seen)} ({fmt_pct(r.tokens_seen / r.train_tokens)})"
+             for r in runs]),
+        row(label("FLOPs ≈ 6·N·D", "FLOPs ≈ 6·N·D"), [f"{r.flops:.2e}" for r in runs]),
+        row(label("验证损失：开始 → 结束", "validation loss: start → end"),
+            [f"{fmt_float(r.val_losses[0])} → {fmt_float(r.final_val_loss)}"
+             for r in runs]),
+        row(label("结束时的验证损失 / ln 256", "final validation loss / ln 256"),
+            [fmt_pct(r.val_loss_vs_uniform) for r in runs]),
+    ]
+    return table([label("设置与结果", "setting or result"),
+                  *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
+                 align="l" + "l" * len(runs))
+
+
+def model_line(r: TrainingRunResult) -> Label:
+    """The model of a run in one line: its shape and parameter counts."""
+    x = r.settings
+    shape = (f"d_model={x.d_model}, num_layers={x.num_layers}, num_heads={x.num_heads}, "
+             f"d_ff={x.d_ff}, context_length={x.context_length}")
+    n, ne = fmt_int(r.n_parameters), fmt_int(r.n_non_embedding)
+    return label(f"模型：`TransformerLM({shape})`，{n} 个参数，不含嵌入层 {ne} 个",
+                 f"model: `TransformerLM({shape})`, {n} parameters, {ne} without the "
+                 "embeddings")
+
+
+def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
+    """Training loss per step and validation loss, per run, with ``ln 256``."""
+    log_v = runs[0].log_vocab
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            for i, r in enumerate(runs):
+                colour, name = f"C{i}", text(CORPUS_NAMES[r.corpus], lang)
+                ax.plot(r.iterations, r.train_losses, color=colour, linewidth=1,
+                        alpha=0.55, label=text(label(f"{name}：训练", f"{name}: training"),
+                                               lang))
+                ax.plot(r.val_iterations, r.val_losses, color=colour, marker="o",
+                        markersize=4, linewidth=1.6,
+                        label=text(label(f"{name}：验证", f"{name}: validation"), lang))
+            ax.axhline(log_v, color="grey", linestyle="--", linewidth=1,
+                       label=text(label("ln 256（均匀瞎猜）", "ln 256 (uniform guess)"), lang))
+            ax.set_xlabel(text(label("训练步数", "training step"), lang))
+            ax.set_ylabel(text(label("交叉熵（nat / 字节）", "cross-entropy (nats / byte)"),
+                               lang))
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False, fontsize=8)
+
+        return _draw(lang, 6.0, 3.6, draw)
+
+    zh, en = _run_names(runs)
+    return figure(make, data=[[(r.train_losses, r.val_losses) for r in runs], log_v],
+                  alt=label(
+        f"{zh}的损失曲线：每一步的训练损失和每隔几步的验证损失，虚线是均匀瞎猜的 ln 256",
+        f"Loss curves of {en}: training loss at every step, validation loss every few "
+        "steps, and ln 256 (a uniform guess) dashed"))
+
+
+def _stage(r: TrainingRunResult, s: Sample) -> Label:
+    if s.iteration == 0:
+        return label("第 0 步（未训练）", "step 0 (untrained)")
+    if s.iteration == r.settings.steps:
+        return label(f"第 {s.iteration} 步（训练结束）", f"step {s.iteration} (end)")
+    return label(f"第 {s.iteration} 步", f"step {s.iteration}")
+
+
+def samples_markdown(r: TrainingRunResult, first_only: bool = True) -> Localized:
+    """The samples at each stage as text blocks (the first text, or all of them).
+
+    The blocks have the class ``llmlab-sample``: the site wraps their long lines.
+    """
+    def make(lang: str) -> str:
+        parts = []
+        for s in r.samples:
+            texts = s.texts[:1] if first_only else s.texts
+            blocks = "\n".join(
+                f"````{{.text .llmlab-sample}}\n{r.prompt}{printable(t).rstrip()}\n````"
+                for t in texts)
+            parts.append(f"**{text(_stage(r, s), lang)}**\n\n{blocks}")
+        return "\n\n".join(parts) + "\n"
+
+    return Localized(make)
+
+
+def poem_shape_table(r: TrainingRunResult) -> Localized:
+    """Per stage: shaped lines of all lines, texts mostly shaped; the real poems.
+
+    The share of undecodable characters per stage is :func:`undecodable_line`.
+    """
+    rows = [(_stage(r, s), f"{s.shaped_lines} / {s.lines} ({fmt_pct(s.shape_share)})",
+             f"{mostly_shaped(s.texts)} / {len(s.texts)}")
+            for s in r.samples]
+    rows.append((label("验证集里的原诗", "the real poems (validation)"),
+                 f"{fmt_int(r.corpus_shaped_lines)} / {fmt_int(r.corpus_lines)} "
+                 f"({fmt_pct(r.corpus_shape_share)})", "—"))
+    headers = [label("样本", "sample"), label("合格律的行", "shaped lines"),
+               label("多数行合格律的段", "texts mostly shaped")]
+    return table(headers, rows)
+
+
+def undecodable_line(r: TrainingRunResult) -> Label:
+    """One line: the share of ``�`` in the samples of each stage."""
+    shares = [fmt_pct(undecodable_share(s.texts)) for s in r.samples]
+    steps = [s.iteration for s in r.samples]
+    zh = "，".join(f"第 {i} 步 {x}" for i, x in zip(steps, shares))
+    en = ", ".join(f"step {i} {x}" for i, x in zip(steps, shares))
+    return label(f"无法解码的字符（`�`）所占的比例：{zh}",
+                 f"share of undecodable characters (`�`): {en}")
+
+
+def throughput_table(t: ThroughputTiming) -> Localized:
+    """Tokens/s per repetition, the median and the 6N FLOP/s it amounts to."""
+    s = t.settings
+    rows = [
+        (label("机器", "machine"), t.machine),
+        (label("模型与批", "model and batch"),
+         f"d_model={s.d_model}, num_layers={s.num_layers}, {s.batch_size} × "
+         f"{s.context_length}"),
+        (label(f"每次重复（{t.steps} 步）的 token/s", f"tokens/s, each repetition "
+               f"({t.steps} steps)"), ", ".join(fmt_int(round(x)) for x in t.tokens_per_s)),
+        (label("中位数 token/s", "median tokens/s"), fmt_int(round(t.median_tokens_per_s))),
+        (label("折合 6·N FLOP/s", "as 6·N FLOP/s"), f"{t.flops_per_s:.2e}"),
+    ]
+    return table([label("训练吞吐量", "training throughput"), label("值", "value")], rows)
+
+
+# --- (4) sampling --------------------------------------------------------------------
+
+
+def sampling_table(r: SamplingResult) -> Localized:
+    """Each rule: the tokens it keeps and the entropy of its next-token distribution."""
+    stats = {rule: (k, h) for rule, k, h in zip(r.distribution_rules, r.kept, r.entropies)}
+    stats["greedy"] = (1, 0.0)  # all the probability on one token
+    rows = [(RULE_NAMES[rule], stats[rule][0], fmt_float(stats[rule][1], 2))
+            for rule in r.rules]
+    headers = [label("规则", "rule"), label("保留的 token", "tokens kept"),
+               label("熵（nat）", "entropy (nats)")]
+    return table(headers, rows)
+
+
+def continuations_markdown(r: SamplingResult) -> Localized:
+    """The continuation under each rule, one content tab per rule, prompt included."""
+    def make(lang: str) -> str:
+        tabs = []
+        for rule, continuation in zip(r.rules, r.texts):
+            body = f"{r.prompt}{printable(continuation).rstrip()}"
+            block = "\n".join("    " + line if line else "" for line in
+                              f"````{{.text .llmlab-sample}}\n{body}\n````".split("\n"))
+            tabs.append(f'=== "{text(RULE_NAMES[rule], lang)}"\n\n{block}')
+        return "\n\n".join(tabs) + "\n"
+
+    return Localized(make)
+
+
+def next_token_figure(r: SamplingResult) -> Localized:
+    """Grouped bars: the probability of the most likely next tokens under each rule."""
+    tokens = [token_name(t) for t in r.top_tokens]
+    n_rules = len(r.distribution_rules)
+    width = 0.8 / n_rules
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            for j, (rule, probs) in enumerate(zip(r.distribution_rules, r.distributions)):
+                xs = [i + (j - (n_rules - 1) / 2) * width for i in range(len(tokens))]
+                ax.bar(xs, probs, width=width, label=text(RULE_NAMES[rule], lang))
+            ax.set_xticks(range(len(tokens)), labels=tokens)
+            ax.set_xlabel(text(label(f"“{r.prompt.replace(chr(10), '↵')}”之后最可能的"
+                                     f" {len(tokens)} 个字节",
+                                     f"the {len(tokens)} likeliest bytes after "
+                                     f"“{r.prompt.replace(chr(10), '↵')}”"), lang))
+            ax.set_ylabel(text(label("下一个 token 的概率", "next-token probability"), lang))
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(frameon=False, fontsize=8)
+
+        return _draw(lang, 6.4, 3.4, draw)
+
+    return figure(make, data=[r.top_tokens, r.distributions], alt=label(
+        f"柱状图：在 {len(tokens)} 个最可能的下一个字节上，各条采样规则给出的概率",
+        f"Bar chart: the probability each sampling rule gives the {len(tokens)} "
+        "likeliest next bytes"))
+
+
+# --- (5) KV cache --------------------------------------------------------------------
+
+
+def kv_equality_table(r: KVCacheCheckResult) -> Localized:
+    """Per prompt length: the largest logit difference, cache against recomputation."""
+    rows = [(n, r.context_length - n, f"{d:.1e}")
+            for n, d in zip(r.prompt_lengths, r.max_abs_diff)]
+    headers = [label("一次喂入的提示长度", "prompt fed at once"),
+               label("之后逐个喂入的 token", "tokens then fed one by one"),
+               label("logits 的最大差", "largest logit difference")]
+    return table(headers, rows)
+
+
+def kv_memory_table(r: KVCacheCheckResult) -> Localized:
+    """Cached tokens: the formula's bytes and the tensors' ``nbytes``."""
+    rows = [(t, fmt_int(f), fmt_int(b))
+            for t, f, b in zip(r.tokens, r.formula_bytes, r.tensor_bytes)]
+    headers = [label("缓存的 token", "tokens cached"),
+               label("公式（字节）", "formula (bytes)"),
+               label("张量的 nbytes", "tensors' nbytes")]
+    return table(headers, rows)
+
+
+def generation_timing_figure(g: GenerationTiming) -> Localized:
+    """Milliseconds per generated token against text length, with and without cache."""
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            ax.plot(g.lengths, g.ms_uncached, marker="o", markersize=4,
+                    label=text(label("不用缓存：每步重算整段文字",
+                                     "no cache: the whole text every step"), lang))
+            ax.plot(g.lengths, g.ms_cached, marker="o", markersize=4,
+                    label=text(label("KV 缓存：每步只算新 token",
+                                     "KV cache: the new token only"), lang))
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel(text(label("文字长度（token）", "text length (tokens)"), lang))
+            ax.set_ylabel(text(label("生成一个 token 的时间（ms）",
+                                     "time per generated token (ms)"), lang))
+            ax.set_title(g.machine, fontsize=8)
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False, fontsize=8)
+
+        return _draw(lang, 6.0, 3.2, draw)
+
+    return figure(make, data=[g.lengths, g.ms_cached, g.ms_uncached], alt=label(
+        f"生成每个 token 的毫秒数随文字长度（到 {g.lengths[-1]} 个 token）的变化，"
+        "有 KV 缓存和没有 KV 缓存各一条线（本机实测）",
+        f"Milliseconds per generated token as the text grows to {g.lengths[-1]} "
+        "tokens, with and without the KV cache (measured on this machine)"))
+
+
+# --- (6) checkpoints -----------------------------------------------------------------
+
+
+def checkpoint_table(r: CheckpointResumeResult) -> Localized:
+    """Resumed runs against the uninterrupted one."""
+    n = r.steps_each
+    rows = [
+        (label("恢复全部状态，含取批的生成器", "everything restored, batch generator too"),
+         yes_no(r.weights_equal and r.losses_equal), f"{r.max_abs_diff:g}"),
+        (label("取批的生成器重新播种", "batch generator seeded afresh"),
+         yes_no(r.without_generator_equal), f"{r.without_generator_max_abs_diff:.1e}"),
+    ]
+    headers = [label(f"{n} 步，保存，载入，再 {n} 步", f"{n} steps, save, load, {n} more"),
+               label(f"与连续 {2 * n} 步逐位相同", f"bit-equal to {2 * n} straight steps"),
+               label("权重的最大差", "largest weight difference")]
+    return table(headers, rows)

@@ -1,0 +1,39 @@
+"""benchmarks/training.py: its yardstick model computes our model's function."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from llmlab.experiments import training as exp
+from llmlab.models.llama import TransformerLM
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "training.py"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("benchmark_training", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_model_computes_the_same_function():
+    bench = _benchmark()
+    torch.manual_seed(0)
+    ours = TransformerLM(50, 16, 32, 2, 4, 64)
+    ref = bench.TorchReferenceLM(50, 16, 32, 2, 4, 64).load_from(ours)
+    ids = torch.randint(0, 50, (2, 16))
+    torch.testing.assert_close(ref(ids), ours(ids), atol=1e-5, rtol=1e-5)
+
+
+def test_ours_vs_torch_reports_each_repetition():
+    bench = _benchmark()
+    settings = exp.TinyLMSettings(context_length=16, d_model=16, d_ff=32, batch_size=2)
+    seen = []
+    ours, theirs = bench.time_ours_vs_torch(2, 2, settings,
+                                            on_repeat=lambda *a: seen.append(a))
+    assert len(ours) == len(theirs) == len(seen) == 2
+    assert min(ours) > 0 and min(theirs) > 0

@@ -1,0 +1,176 @@
+"""llmlab.report.training: every renderer, in both languages, on small results."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from llmlab.experiments import training as exp
+from llmlab.report import Localized, training as rt
+
+torch.set_num_threads(1)
+CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef]")
+
+
+def _both(obj: Localized) -> dict[str, str]:
+    return {lang: obj.render(lang) for lang in ("zh", "en")}
+
+
+def _check_table(obj: Localized, rows: int, zh_header: bool = True) -> dict[str, str]:
+    out = _both(obj)
+    for lang, md in out.items():
+        lines = md.strip().splitlines()
+        assert len(lines) == rows + 2, (lang, md)  # header, rule, one line per row
+        assert len({line.count(" | ") for line in lines[:2]}) == 1
+    assert CJK.search(out["zh"].splitlines()[0 if zh_header else 2])  # words in Chinese
+    assert not CJK.search(out["en"]), out["en"]  # no Chinese on en pages
+    return out
+
+
+def _check_figure(obj: Localized) -> None:
+    assert obj.alt is not None and obj.digest
+    assert CJK.search(obj.alt.zh) and not CJK.search(obj.alt.en)
+    for lang in ("zh", "en"):
+        svg = obj.make(lang)
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+        assert obj.render(lang).startswith('<img class="llmlab-figure"')
+
+
+@pytest.fixture(scope="module")
+def runs():
+    kwargs = dict(steps=12, batch_size=4, context_length=32, d_model=32, d_ff=64,
+                  eval_every=4, sample_rows=(1, 2, 2), sample_tokens=60)
+    return [exp.run_training_run(corpus=c, **kwargs) for c in exp.CORPORA]
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def test_printable_and_token_names():
+    assert rt.printable("a\x1bb\nc\x7f") == "a\ufffdb\nc\ufffd"  # newline kept
+    assert [rt.token_name(t) for t in (" ", "\n", "\t", "a", "\x00")] == [
+        "␣", "↵", "⇥", "a", "\ufffd"]
+
+
+def test_code_span_survives_backticks_newlines_and_pipes():
+    assert rt._code_span("a\nb") == "`a↵b`"
+    assert rt._code_span("x `y` z") == "``x `y` z``"
+    assert rt._code_span("`") == "`` ` ``"
+
+
+def test_fmt_bytes_and_shares():
+    assert rt.fmt_bytes(2**31) == "2.00 GiB" and rt.fmt_bytes(524288) == "512.00 KiB"
+    assert rt.fmt_bytes(1023) == "1023 B"
+    assert rt.undecodable_share(["a\ufffd", "bc"]) == 0.25
+    assert rt.undecodable_share([]) == 0.0
+    shaped = "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n"
+    assert rt.mostly_shaped([shaped, "伊我軒宮，奇樹青葱。\n\n", ""]) == 1
+
+
+def test_source_block_drops_the_docstring_and_cuts_between_markers():
+    from llmlab.training import cross_entropy, train
+
+    whole = rt.source_block(cross_entropy)
+    assert whole.startswith("```python\ndef cross_entropy(") and whole.endswith("```\n")
+    assert "Mean negative log-likelihood" not in whole  # the docstring
+    assert "return (log_normaliser - target_logit).mean()" in whole
+    loop = rt.source_block(train, "for it in range(start_iteration", "# bookkeeping")
+    assert loop.startswith("```python\nfor it in range(")  # dedented
+    assert "optimizer.step()" in loop and "bookkeeping" not in loop
+    with pytest.raises(ValueError, match="is not in the source"):
+        rt.source_block(train, "no such line")
+    with pytest.raises(ValueError, match="does not follow"):
+        rt.source_block(train, "for it in range(start_iteration", "no such line")
+
+
+# --- tables and figures of real (small) results ---------------------------------------
+
+
+def test_loss_tables():
+    r = exp.run_loss_at_init(vocab_sizes=(64, 512), d_model=16, context_length=8)
+    out = _check_table(rt.loss_at_init_table(r), rows=2)
+    assert "| 512 |" in out["en"] and "困惑度" in out["zh"]
+    out = _check_table(rt.overflow_table(r), rows=2)
+    assert "inf" in out["en"] and "2000.000" in out["en"]
+
+
+def test_optimizer_renderers():
+    _check_table(rt.adamw_table(exp.run_adamw_check(steps=3)), rows=6)
+    _check_table(rt.clipping_table(exp.run_gradient_clipping()), rows=2, zh_header=False)
+    _check_figure(rt.lr_schedule_figure(exp.run_lr_schedule(1.0, 0.1, 5, 20, 25)))
+
+
+def test_training_run_renderers(runs):
+    out = _check_table(rt.run_settings_table(runs), rows=7)
+    assert "12 × 4 × 32" in out["en"] and "莎士比亚" in out["zh"]
+    line = rt.model_line(runs[0])
+    assert "`TransformerLM(d_model=32" in line.en and "个参数" in line.zh
+    for figure in (rt.loss_curves_figure(runs), rt.grad_norm_figure(runs),
+                   rt.loss_curves_figure(runs[:1])):
+        _check_figure(figure)
+    assert "两次" not in rt.loss_curves_figure(runs[:1]).alt.zh  # one run, not two
+    assert rt.loss_curves_figure(runs).digest != rt.loss_curves_figure(runs[:1]).digest
+
+
+def test_samples_and_poem_table(runs):
+    shakespeare, tang = runs
+    out = _both(rt.samples_markdown(shakespeare))
+    assert out["zh"].count("````{.text .llmlab-sample}\nROMEO:\n") == 3  # one per stage
+    assert "**第 0 步（未训练）**" in out["zh"] and "**step 0 (untrained)**" in out["en"]
+    assert not re.search(r"[\x00-\x09\x0b-\x1f]", out["en"])  # controls replaced
+    every = _both(rt.samples_markdown(tang, first_only=False))["en"]
+    fence = "````{.text .llmlab-sample}\n" + tang.prompt
+    assert every.count(fence) == sum(len(s.texts) for s in tang.samples)
+    out = _both(rt.poem_shape_table(tang))
+    assert len(out["en"].strip().splitlines()) == 2 + len(tang.samples) + 1
+    line = rt.undecodable_line(tang)
+    assert line.en.startswith("share of undecodable") and "第 0 步" in line.zh
+    assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
+
+
+# --- synthetic results: sampling, the KV cache, timings, checkpoints -----------------
+
+
+def _sampling() -> exp.SamplingResult:
+    rules = list(exp._RULES)
+    dists = ["temperature=1.0", "temperature=0.5", "temperature=1.5", "top_k=5",
+             "top_p=0.9"]
+    return exp.SamplingResult(
+        "shakespeare", "ROMEO:\nI ", rules, ["a b\nc", "x|y", "`q`", "z", "k", "p"], 5,
+        [" ", "\n", "e"], [[0.5, 0.3, 0.2]] * 5, dists, [256, 256, 256, 5, 21],
+        [3.0, 2.0, 4.0, 1.5, 2.8])
+
+
+def test_sampling_renderers():
+    r = _sampling()
+    out = _check_table(rt.sampling_table(r), rows=len(r.rules))
+    en = out["en"]
+    assert "| greedy | 1 | 0.00 |" in en and "| 贪心 | 1 | 0.00 |" in out["zh"]
+    assert "| top-k, k = 5 | 5 | 1.50 |" in en
+    tabs = _both(rt.continuations_markdown(r))
+    assert tabs["en"].count('=== "') == len(r.rules) and '=== "贪心"' in tabs["zh"]
+    block = "    ````{.text .llmlab-sample}\n    ROMEO:\n    I a b\n    c\n    ````"
+    assert block in tabs["en"]  # indented into its tab, newlines kept
+    _check_figure(rt.next_token_figure(r))
+
+
+def test_kv_cache_and_timing_renderers():
+    r = exp.run_kv_cache_check(prompt_lengths=(1, 5), context_length=16, d_model=32)
+    _check_table(rt.kv_equality_table(r), rows=2)
+    out = _check_table(rt.kv_memory_table(r), rows=len(r.tokens))
+    assert "\n| 16 | " in out["en"] and "缓存的 token" in out["zh"]
+    settings = exp.TinyLMSettings(context_length=16, d_model=16, d_ff=32)
+    g = exp.GenerationTiming("CPU, 1 thread", [2, 16], [1.0, 1.1], [1.0, 2.0], 900.0,
+                             600.0, settings)
+    _check_figure(rt.generation_timing_figure(g))
+    t = exp.ThroughputTiming("CPU, 1 thread", [1000.0, 3000.0, 2000.0], settings, 10, 50)
+    out = _check_table(rt.throughput_table(t), rows=5)
+    assert "| 2,000 |" in out["en"] and "6.00e+05" in out["en"]  # median, 6·N·median
+
+
+def test_checkpoint_table():
+    r = exp.CheckpointResumeResult(5, True, True, 0.0, False, 0.02, 1000, ["model"])
+    out = _check_table(rt.checkpoint_table(r), rows=2)
+    assert "| yes | 0 |" in out["en"] and "| no | 2.0e-02 |" in out["en"]
