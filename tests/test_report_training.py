@@ -159,6 +159,14 @@ def test_encoding_table(runs):
     assert "`\\xe5\\xae`&nbsp;" in out["zh"] and "6 个字符 → " in out["zh"]
 
 
+def test_vocab_table():
+    sizes = (257, 1257)
+    out = _check_table(rt.vocab_table(sizes, {257: 1.0, 1257: 2.25},
+                                      {257: 0.0, 1257: 0.692}, 64), rows=2)
+    assert "| 1,257 | 1,000 | 2.25 | 69.2% | 160,896 |" in out["en"]
+    assert "单独成一个 token 的字" in out["zh"]
+
+
 # --- synthetic results: sampling, the KV cache, timings, checkpoints -----------------
 
 

@@ -83,6 +83,7 @@ __all__ = [
     "token_text",
     "undecodable_line",
     "undecodable_share",
+    "vocab_table",
 ]
 
 CORPUS_NAMES = {
@@ -367,6 +368,20 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
     return table([label("设置与结果", "setting or result"),
                   *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
                  align="l" + "l" * len(runs))
+
+
+def vocab_table(sizes: Sequence[int], en_chars: dict[int, float],
+                one_token: dict[int, float], d_model: int) -> Localized:
+    """Per vocabulary size: merges, English characters per token, the share of
+    Chinese characters that are one token, and the parameters of the two
+    vocabulary layers (embeddings and ``lm_head``, ``2 · V · d_model``)."""
+    rows = [(fmt_int(v), fmt_int(v - 257), fmt_float(en_chars[v], 2),
+             fmt_pct(one_token[v]), fmt_int(2 * v * d_model)) for v in sizes]
+    headers = ["V", label("合并", "merges"),
+               label("英文：每个 token 的字符数", "English: characters per token"),
+               label("中文：单独成一个 token 的字", "Chinese: characters that are one token"),
+               label("嵌入层 + lm_head 的参数", "parameters of embeddings + lm_head")]
+    return table(headers, rows)
 
 
 def _tokenizer_cell(r: TrainingRunResult) -> Label:
