@@ -134,13 +134,15 @@ def test_samples_and_poem_table(runs):
     out = _both(rt.poem_shape_table(tang))
     assert len(out["en"].strip().splitlines()) == 2 + len(tang.samples) + 1
     assert "couplet lines" in out["en"] and "对句行" in out["zh"]
+    assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
     out = _check_table(rt.half_lengths_table(tang), rows=2)
-    assert "| 5 |" in out["en"].splitlines()[0] and "other" in out["en"]
+    assert out["en"].splitlines()[0] == ("| characters per half | 3 | 4 | 5 | 6 | 7 "
+                                         "| other |")
+    assert "| real poems |" in out["en"] and "| 原诗 |" in out["zh"]
     line = rt.char_tokens_line(tang)
     assert "1 token: " in line.en and "2 tokens: " in line.en and "个 token 的" in line.zh
     line = rt.undecodable_line(tang)
     assert line.en.startswith("share of undecodable") and "第 0 步" in line.zh
-    assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
 
 
 def test_encoding_table(runs):

@@ -487,24 +487,26 @@ def poem_shape_table(r: TrainingRunResult) -> Localized:
 
 
 def half_lengths_table(r: TrainingRunResult) -> Localized:
-    """Share of half lines of each length: the final samples against the real poems."""
+    """Share of half lines of 3 to 7 characters (and other lengths): the final
+    samples against the real poems."""
     last = r.samples[-1]
     sample = collections.Counter(n for t in last.texts for pair in poem_halves(t)
                                  for n in pair)
     poems = collections.Counter(dict(r.corpus_half_lengths))
-    lengths = [n for n in range(1, 9) if sample[n] or poems[n]]
-    cols = [n for n in lengths if n < 8]
+    cols = range(3, 8)
 
     def shares(counts: collections.Counter) -> list[str]:
         total = sum(counts.values())
-        row = [fmt_pct(counts[n] / total) if total else "—" for n in cols]
+        if not total:
+            return ["—"] * (len(cols) + 1)
         rest = sum(v for k, v in counts.items() if k not in cols)
-        return [*row, fmt_pct(rest / total) if total else "—"]
+        return [*(fmt_pct(counts[n] / total) for n in cols), fmt_pct(rest / total)]
 
-    headers = [label("半句的字数", "characters per half line"), *map(str, cols),
+    headers = [label("半句的字数", "characters per half"), *map(str, cols),
                label("其他", "other")]
-    rows = [(_stage(r, last), *shares(sample)),
-            (label("验证集里的原诗", "the real poems (validation)"), *shares(poems))]
+    rows = [(label(f"模型，第 {last.iteration} 步", f"model, step {last.iteration}"),
+             *shares(sample)),
+            (label("原诗", "real poems"), *shares(poems))]
     return table(headers, rows)
 
 
