@@ -156,9 +156,10 @@ def test_encoding_table(runs):
     out = _both(rt.encoding_table(rows))
     for md in out.values():  # the Chinese text is data: it shows on both pages
         assert len(md.strip().splitlines()) == 4 and md.count("&nbsp;") == 13
-    assert out["en"].splitlines()[0] == "| corpus | text | length | tokens and ids |"
-    assert "`␣we`&nbsp;321" in out["en"] and "17 characters → " in out["en"]
-    assert "`\\xe5\\xae`&nbsp;" in out["zh"] and "6 个字符 → " in out["zh"]
+    assert out["en"].splitlines()[0] == "| corpus | text | tokens and ids |"
+    assert ">␣we</code></span>&nbsp;321</span>" in out["en"]  # chip, then id
+    assert "17 characters → 6 tokens" in out["en"] and "6 个字符 → 7 个 token" in out["zh"]
+    assert out["zh"].count("llmlab-partial") == 2  # 宅: two tokens, parts of it
 
 
 def test_vocab_table():

@@ -317,20 +317,27 @@ def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
 
 def encoding_table(rows: Sequence[tuple[str, str, Sequence[bytes], Sequence[int]]]
                    ) -> Localized:
-    """One row per ``(corpus, text, tokens, ids)``: the text, then each token and its id.
+    """One row per ``(corpus, text, tokens, ids)``: the text and its length, then
+    each token with its id.
 
-    Tokens are shown with :func:`token_text`; the second column counts characters
-    and tokens.
+    Tokens are the tokenization lecture's chips (a part of a character has a
+    dashed outline); a line may break between two tokens, never inside a token
+    and its id.
     """
+    from llmlab.report.tokenization import tokens_html, verbatim_html
+
     body = []
     for corpus, line, tokens, ids in rows:
-        pairs = " ".join(f"{_code_span(token_text(t))}&nbsp;{i}" for t, i in zip(tokens, ids))
-        body.append((CORPUS_NAMES[corpus], _code_span(line),
-                     label(f"{len(line)} 个字符 → {len(ids)} 个 token",
-                           f"{len(line)} characters → {len(ids)} tokens"), pairs))
-    headers = [label("语料", "corpus"), label("文本", "text"), label("长度", "length"),
+        pairs = "<wbr> ".join(f'<span class="llmlab-merge">{tokens_html([t])}&nbsp;{i}</span>'
+                              for t, i in zip(tokens, ids))
+        size = label(f"{len(line)} 个字符 → {len(ids)} 个 token",
+                     f"{len(line)} characters → {len(ids)} tokens")
+        body.append((CORPUS_NAMES[corpus],
+                     label(f"{verbatim_html(line)}<br>{size.zh}",
+                           f"{verbatim_html(line)}<br>{size.en}"), pairs))
+    headers = [label("语料", "corpus"), label("文本", "text"),
                label("token 与编号", "tokens and ids")]
-    return table(headers, body, align="llll")
+    return table(headers, body, align="lll")
 
 
 def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
