@@ -50,7 +50,7 @@ def test_scaling_table_claims():
 
 
 def test_dropout_demo():
-    r = run_dropout_demo.uncached(p=0.5, num_tokens=8, seed=0)
+    r = run_dropout_demo.uncached(p=0.5, seq_len=8, seed=0)
     assert torch.equal(r.eval_output, r.weights)
     assert 0 < r.zeroed_fraction < 1
     assert torch.allclose(r.survivor_ratios, torch.full_like(r.survivor_ratios, 2.0))
@@ -66,7 +66,7 @@ def test_sdpa_forward_matches_module():
 
 
 def test_timing_table_structure():
-    r = time_attention_variants.uncached(batch=1, num_tokens=8, d_model=8, num_heads=2,
+    r = time_attention_variants.uncached(batch=1, seq_len=8, d_model=8, num_heads=2,
                                          min_run_time=0.01)
     assert len(r.names) == len(r.seconds) == 3
     assert all(s > 0 for s in r.seconds)

@@ -75,10 +75,10 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         # measured std within 1% of the truncated normal's theory
         "1%": [Assert("assert abs(m / p - 1) < 0.01")],
         "300": [Assert("run_low_precision_norm(d_model=1024, scale=300.0, seed=0)")],
-        "768": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768"),
+        "768": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
                 Assert("assert r.relu_params[i] == r.swiglu_params[i] == 8 * 768**2"),
                 Assert("d = 768")],
-        "512": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768")],
+        "512": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768")],
         "64": [Default("llmlab.feed_forward:swiglu_hidden_dim", "multiple_of", 64),
                Assert("assert all(f % 64 == 0 for f in r.swiglu_d_ff)")],
         "12": [Assert("block = TransformerBlock(d, 12, swiglu_hidden_dim(d)")],

@@ -20,6 +20,15 @@ from torch import Tensor
 from llmlab.attention import MultiHeadAttention, MultiHeadAttentionWrapper
 from llmlab.attention import causal_weights_masked, mha_from_wrapper
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_divisible,
+    check_dropout,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_tensor,
+    check_type,
+)
 from llmlab.functional import softmax
 
 __all__ = [
@@ -74,11 +83,11 @@ def run_summary_recall(
     to what is recovered, more as the sequence grows. Attention keeps every
     input and picks position ``i`` with a positional query.
     """
-    if min(lengths) < 1 or dim < 1 or vocab_size < 2 or trials < 1:
-        raise ValueError(
-            "lengths, dim and trials must be >= 1 and vocab_size >= 2, got "
-            f"lengths={lengths}, dim={dim}, vocab_size={vocab_size}, trials={trials}"
-        )
+    lengths = check_sizes("lengths", lengths)
+    check_int("dim", dim)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("trials", trials)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     vocab = F.normalize(torch.randn(vocab_size, dim), dim=-1)  # (V, d) unit rows
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim))  # (d, d) orthogonal
@@ -146,11 +155,10 @@ def run_scaling_table(
     seed: int = 0,
 ) -> ScalingResult:
     """Variance of dot products and peakedness of softmax, by ``d_k``."""
-    if min(d_ks) < 1 or num_keys < 2 or trials < 2:
-        raise ValueError(
-            f"d_ks must be >= 1, num_keys >= 2 and trials >= 2; got d_ks={d_ks}, "
-            f"num_keys={num_keys}, trials={trials}"
-        )
+    d_ks = check_sizes("d_ks", d_ks)
+    check_int("num_keys", num_keys, minimum=2)
+    check_int("trials", trials, minimum=2)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     out: dict[str, list[float]] = {k: [] for k in
                                    ("vr", "vs", "mr", "ms", "jr", "js")}
@@ -205,13 +213,14 @@ class DropoutDemoResult:
 
 
 @cached
-def run_dropout_demo(p: float = 0.5, num_tokens: int = 6, seed: int = 123
+def run_dropout_demo(p: float = 0.5, seq_len: int = 6, seed: int = 123
                      ) -> DropoutDemoResult:
     """Apply ``nn.Dropout(p)`` to a causal weight matrix, in train and eval mode."""
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"p must be in [0, 1) to keep some weights, got {p}")
+    check_dropout(p, "p")  # in [0, 1): p = 1 would keep no weight
+    check_int("seq_len", seq_len)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
-    weights = causal_weights_masked(torch.randn(num_tokens, num_tokens))  # (T, T)
+    weights = causal_weights_masked(torch.randn(seq_len, seq_len))  # (T, T)
     layer = torch.nn.Dropout(p)
     dropped = layer.train()(weights)
     eval_output = layer.eval()(weights)
@@ -227,14 +236,17 @@ def sdpa_forward(mha: MultiHeadAttention, x: Tensor) -> Tensor:
     Uses ``mha``'s projections and ``is_causal=True`` instead of its mask
     buffer; dropout applies only in training mode, as in ``mha``.
     """
-    b, num_tokens, _ = x.shape
-    h, hd = mha.num_heads, mha.head_dim
-    q = mha.W_query(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
-    k = mha.W_key(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
-    v = mha.W_value(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    check_type("mha", mha, MultiHeadAttention)
+    check_tensor("x", x, "batch seq_len d_in", like=mha.W_query.weight, d_in=mha.d_in,
+                 seq_len=(1, mha.context_length, "context_length"))
+    b, seq_len, _ = x.shape
+    h, hd = mha.num_heads, mha.d_head
+    q = mha.W_query(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    k = mha.W_key(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    v = mha.W_value(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
     p = mha.dropout.p if mha.training else 0.0
     context = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
-    context = context.transpose(1, 2).reshape(b, num_tokens, mha.d_out)  # (B, T, D)
+    context = context.transpose(1, 2).reshape(b, seq_len, mha.d_out)  # (B, T, D)
     return mha.out_proj(context)
 
 
@@ -246,8 +258,8 @@ class TimingResult:
         names: Variant names.
         seconds: Median seconds per forward call.
         max_abs_diff: Largest difference of any variant's output from the first's.
-        shape: ``(batch, num_tokens, d_model)`` of the input.
-        num_heads: Heads.
+        shape: ``(batch, seq_len, d_model)`` of the input.
+        num_heads: Heads (the teaching variants' ``num_heads``).
         threads: Threads the timer ran with.
     """
 
@@ -263,7 +275,7 @@ class TimingResult:
 @cached(machine_dependent=True)
 def time_attention_variants(
     batch: int = 2,
-    num_tokens: int = 64,
+    seq_len: int = 64,
     d_model: int = 64,
     num_heads: int = 8,
     min_run_time: float = 0.2,
@@ -278,16 +290,18 @@ def time_attention_variants(
     """
     from torch.utils import benchmark
 
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
-        )
+    for name, value in (("batch", batch), ("seq_len", seq_len), ("d_model", d_model),
+                        ("num_heads", num_heads)):
+        check_int(name, value)
+    check_divisible("d_model", d_model, "num_heads", num_heads)
+    check_finite_float("min_run_time", min_run_time, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     wrapper = MultiHeadAttentionWrapper(
-        d_model, d_model // num_heads, num_tokens, 0.0, num_heads
+        d_model, d_model // num_heads, seq_len, 0.0, num_heads
     ).eval()
     mha = mha_from_wrapper(wrapper).eval()
-    x = torch.randn(batch, num_tokens, d_model)
+    x = torch.randn(batch, seq_len, d_model)
     variants = {
         "MultiHeadAttentionWrapper": wrapper,
         "MultiHeadAttention": mha,
@@ -303,5 +317,5 @@ def time_attention_variants(
             names.append(name)
             seconds.append(timer.blocked_autorange(min_run_time=min_run_time).median)
     diff = max((o - outputs[0]).abs().max().item() for o in outputs[1:])
-    shape = (batch, num_tokens, d_model)
+    shape = (batch, seq_len, d_model)
     return TimingResult(names, seconds, diff, shape, num_heads, 1, platform.machine())

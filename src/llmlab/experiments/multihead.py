@@ -23,6 +23,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_choice,
+    check_divisible,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_tensor,
+    check_type,
+)
 from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
 from llmlab.params import count_parameters
 
@@ -58,6 +67,11 @@ class OneLayerAttention(nn.Module):
         self, vocab_size: int, d_model: int, n_heads: int, seq_len: int, n_targets: int
     ) -> None:
         super().__init__()
+        self.vocab_size = check_int("vocab_size", vocab_size)
+        self.seq_len = check_int("seq_len", seq_len)
+        check_int("n_targets", n_targets)
+        check_divisible("d_model", check_int("d_model", d_model), "n_heads",
+                        check_int("n_heads", n_heads))
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
         self.attn = MultiHeadSelfAttention(d_model, n_heads, causal=True)
@@ -65,8 +79,10 @@ class OneLayerAttention(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[list[Tensor], Tensor]:
         """Ids ``(B, T)`` -> ``(B, T, V)`` logits per target, and ``(B, H, T, T)``."""
+        check_tensor("x", x, "batch seq_len", "index:vocab_size",
+                     vocab_size=self.vocab_size, seq_len=(1, self.seq_len))
         h = self.tok(x) + self.pos(torch.arange(x.shape[1]))  # (B, T, D)
-        a, attn = self.attn(h, return_attn=True)  # (B, T, D), (B, H, T, T)
+        a, attn = self.attn(h, return_weights=True)  # (B, T, D), (B, H, T, T)
         h = h + a  # (B, T, D)
         return [out(h) for out in self.outs], attn
 
@@ -103,6 +119,8 @@ def train_copy_model(
     Adam runs as PyTorch's fused kernel (``fused=True``): the same update, fewer
     small operations per step.
     """
+    offsets = _check_copy_settings((n_heads,), (seed,), offsets, vocab_size, seq_len,
+                                   d_model, steps, lr, batch_size, 1)
     torch.manual_seed(seed)
     model = OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets))
     opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
@@ -120,6 +138,12 @@ def evaluate_copy_model(
     model: OneLayerAttention, offsets: tuple[int, ...] = (1, 2, 4), n_eval: int = 2000
 ) -> tuple[list[float], Tensor]:
     """Accuracy per target on fresh sequences, and the ``(n_eval, H, T, T)`` weights."""
+    check_type("model", model, OneLayerAttention)
+    offsets = check_sizes("offsets", offsets, maximum=model.seq_len - 1)
+    if len(offsets) != len(model.outs):
+        raise ValueError(f"offsets must hold one offset per target of the model "
+                         f"({len(model.outs)}), got {offsets}")
+    check_int("n_eval", n_eval)
     vocab_size, seq_len = model.tok.num_embeddings, model.pos.num_embeddings
     start = max(offsets)
     x = _eval_batch(n_eval, seq_len, vocab_size)
@@ -163,14 +187,22 @@ class CopyRuns:
 
 
 def _check_copy_settings(heads: tuple[int, ...], seeds: tuple[int, ...],
-                         offsets: tuple[int, ...], seq_len: int, d_model: int) -> None:
-    for n_heads in heads:
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-    if not offsets or min(offsets) < 1 or max(offsets) >= seq_len:
-        raise ValueError(f"offsets must be in [1, seq_len={seq_len}), got {offsets}")
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got an empty tuple")
+                         offsets: tuple[int, ...], vocab_size: int, seq_len: int,
+                         d_model: int, steps: int, lr: float, batch_size: int,
+                         n_eval: int) -> tuple[int, ...]:
+    """The copy task's settings checked; ``offsets`` as a tuple."""
+    check_int("d_model", d_model)
+    for n_heads in check_sizes("heads", heads):
+        check_divisible("d_model", d_model, "n_heads", n_heads)
+    check_sizes("seeds", seeds, minimum=0)
+    check_int("seq_len", seq_len, minimum=2)
+    offsets = check_sizes("offsets", offsets, maximum=seq_len - 1)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("steps", steps)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("batch_size", batch_size)
+    check_int("n_eval", n_eval)
+    return offsets
 
 
 @cached(cost=4.5)  # seconds on one core: 3 seeds x 600 steps
@@ -187,7 +219,9 @@ def run_copy_runs(
     n_eval: int = 2000,
 ) -> CopyRuns:
     """Train and evaluate the copy-task model for one head count, every seed."""
-    _check_copy_settings((n_heads,), tuple(seeds), tuple(offsets), seq_len, d_model)
+    check_int("n_heads", n_heads)
+    _check_copy_settings((n_heads,), seeds, offsets, vocab_size, seq_len, d_model, steps,
+                         lr, batch_size, n_eval)
     accuracy, profile, attention, n_params = [], [], [], 0
     for i, seed in enumerate(seeds):
         model = train_copy_model(n_heads, seed, tuple(offsets), vocab_size, seq_len,
@@ -286,7 +320,8 @@ def run_why_multihead(
         ValueError: If a head count does not divide ``d_model``, an offset does not
             fit in ``seq_len`` or ``seeds`` is empty.
     """
-    _check_copy_settings(tuple(heads), tuple(seeds), tuple(offsets), seq_len, d_model)
+    _check_copy_settings(heads, seeds, offsets, vocab_size, seq_len, d_model, steps, lr,
+                         batch_size, n_eval)
     settings = dict(seeds=seeds, offsets=offsets, vocab_size=vocab_size, seq_len=seq_len,
                     d_model=d_model, steps=steps, lr=lr, batch_size=batch_size,
                     n_eval=n_eval)
@@ -304,8 +339,8 @@ def run_why_multihead(
 class _NoResidualBlock(TransformerBlock):
     """A Pre-LN block without its two residual connections (for the ablation only)."""
 
-    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
-        x = self.attn(self.ln1(x), pad_mask)  # (B, T, D), no "x +"
+    def forward(self, x: Tensor, key_mask: Tensor | None = None) -> Tensor:
+        x = self.attn(self.ln1(x), key_mask)  # (B, T, D), no "x +"
         return self.ffn(self.ln2(x))  # (B, T, D)
 
 
@@ -318,6 +353,7 @@ class _DeepModel(nn.Module):
     def __init__(self, kind: str, n_layers: int, d_model: int, n_heads: int,
                  vocab_size: int, seq_len: int) -> None:
         super().__init__()
+        check_int("n_layers", n_layers)
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
         if kind == "no_residual":
@@ -346,13 +382,26 @@ def collapse_score(hidden: Tensor) -> float:
     Near 1: every position carries (almost) the same vector, so nothing after
     this layer can tell which token stood where ("rank collapse").
     """
-    if hidden.ndim != 3 or hidden.shape[1] < 2:
-        raise ValueError(
-            f"hidden must have shape (batch, seq_len >= 2, d), got {tuple(hidden.shape)}")
+    check_tensor("hidden", hidden, "batch seq_len d", "float", seq_len=(2, None))
     T = hidden.shape[1]
     unit = F.normalize(hidden, dim=-1)
     sim = unit @ unit.transpose(1, 2)  # (B, T, T) cosine similarities
     return sim[:, ~torch.eye(T, dtype=torch.bool)].mean().item()  # off-diagonal
+
+
+def _check_residual_settings(n_layers: int, d_model: int, n_heads: int, offset: int,
+                             vocab_size: int, seq_len: int, steps: int, lr: float,
+                             batch_size: int, n_eval: int, seed: int) -> None:
+    for name, value in (("n_layers", n_layers), ("d_model", d_model),
+                        ("n_heads", n_heads), ("steps", steps),
+                        ("batch_size", batch_size), ("n_eval", n_eval)):
+        check_int(name, value)
+    check_divisible("d_model", d_model, "n_heads", n_heads)
+    check_int("seq_len", seq_len, minimum=2)
+    check_int("offset", offset, maximum=seq_len - 1)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
 
 
 @dataclass
@@ -385,8 +434,9 @@ def run_residual_variant(
     The collapse score is taken on 16 random sequences before the first step;
     the model trains through its own ``forward``, with PyTorch's Adam.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    check_choice("kind", kind, KINDS)
+    _check_residual_settings(n_layers, d_model, n_heads, offset, vocab_size, seq_len,
+                             steps, lr, batch_size, n_eval, seed)
     torch.manual_seed(seed)
     model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
     with torch.no_grad():
@@ -488,13 +538,14 @@ def run_residual_ablation(
         ValueError: On an unknown kind, an offset that does not fit in ``seq_len``
             or a window longer than the training.
     """
-    for kind in kinds:
-        if kind not in KINDS:
-            raise ValueError(f"kinds must be among {KINDS}, got {kind!r}")
-    if not 1 <= offset < seq_len:
-        raise ValueError(f"offset must be in [1, seq_len={seq_len}), got {offset}")
-    if not 1 <= window <= steps:
-        raise ValueError(f"window must be in [1, steps={steps}], got {window}")
+    check_type("kinds", kinds, (list, tuple), expected="a tuple of kinds")
+    if not kinds:
+        raise ValueError(f"kinds must hold at least one of {KINDS}, got ()")
+    for i, kind in enumerate(kinds):
+        check_choice(f"kinds[{i}]", kind, KINDS)
+    _check_residual_settings(n_layers, d_model, n_heads, offset, vocab_size, seq_len,
+                             steps, lr, batch_size, n_eval, seed)
+    check_int("window", window, maximum=steps)
     settings = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, offset=offset,
                     vocab_size=vocab_size, seq_len=seq_len, steps=steps, lr=lr,
                     batch_size=batch_size, n_eval=n_eval, seed=seed)

@@ -19,6 +19,10 @@ that the page can print it.
 that both languages of the page show one measurement; each result names the
 machine it ran on.
 
+The model settings keep the names of :class:`~llmlab.models.llama.LlamaConfig`
+(CS336's ``num_layers``, ``num_heads``), the configuration they describe and that
+``llmlab-train`` saves.
+
 Taught on: "Training and generating text".
 """
 
@@ -39,11 +43,21 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_str,
+    check_type,
+)
 from llmlab.feed_forward import swiglu_hidden_dim
 from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
 from llmlab.kv_cache import KVCache
-from llmlab.models.llama import LLAMA2_7B, TransformerLM
+from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
 from llmlab.training import (
     AdamW,
     ByteTokenizer,
@@ -142,6 +156,24 @@ class TinyLMSettings:
     betas: tuple[float, float] = (0.9, 0.95)
     max_grad_norm: float = 1.0
 
+    def __post_init__(self) -> None:
+        # the model's sizes are checked again by LlamaConfig when a model is built
+        for name in ("vocab_size", "context_length", "d_model", "num_layers",
+                     "num_heads", "d_ff", "batch_size", "steps"):
+            check_int(name, getattr(self, name))
+        check_int("warmup_iters", self.warmup_iters, minimum=0,
+                  maximum=self.steps - 1)
+        check_finite_float("max_lr", self.max_lr, minimum=0.0, open_min=True)
+        check_finite_float("min_lr", self.min_lr, minimum=0.0, maximum=self.max_lr)
+        check_finite_float("weight_decay", self.weight_decay, minimum=0.0)
+        if len(check_type("betas", self.betas, (tuple, list), expected="a pair")) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_finite_float(f"betas[{i}]", beta, minimum=0.0, maximum=1.0,
+                               open_max=True)
+        check_finite_float("max_grad_norm", self.max_grad_norm, minimum=0.0,
+                           open_min=True)
+
     def model(self) -> TransformerLM:
         """A freshly initialised model of these settings (seed it first)."""
         return TransformerLM(self.vocab_size, self.context_length, self.d_model,
@@ -177,6 +209,7 @@ def corpus_text(corpus: str) -> str:
         return data.shakespeare()
     if corpus == "tang":
         return "\n\n".join(data.tang_poems())
+    check_str("corpus", corpus)
     raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
 
 
@@ -194,6 +227,7 @@ def poem_line_has_shape(line: str) -> bool:
     for both halves and nothing else on the line. ``"秦川雄帝宅，函谷壯皇居。"``
     has the shape; ``"伊我軒宮，奇樹青葱。"`` (4 + 4) does not.
     """
+    check_str("line", line)
     return _POEM_LINE.fullmatch(line) is not None
 
 
@@ -204,6 +238,8 @@ def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
     counted, nor (with ``drop_last``) the last piece, which a length limit may
     have cut short. See :func:`poem_line_has_shape`.
     """
+    check_str("text", text)
+    check_bool("drop_last", drop_last)
     pieces = text.split("\n")
     if drop_last:
         pieces = pieces[:-1]
@@ -271,6 +307,11 @@ def run_loss_at_init(
 
     Taught on: "Training and generating text".
     """
+    check_sizes("vocab_sizes", vocab_sizes, minimum=2)
+    for name, value in (("d_model", d_model), ("num_layers", num_layers),
+                        ("context_length", context_length), ("batch_size", batch_size)):
+        check_int(name, value)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     losses, ppls, logv, ref = [], [], [], []
     for vocab_size in vocab_sizes:
@@ -339,6 +380,8 @@ def run_adamw_check(
 
     Taught on: "Training and generating text".
     """
+    check_int("steps", steps)
+    check_int("seed", seed, minimum=0)  # lr, betas, eps, weight_decay: AdamW checks
     torch.manual_seed(seed)
     ours = TransformerLM(64, 16, 32, 1, 2, 64)
     theirs = TransformerLM(64, 16, 32, 1, 2, 64)
@@ -401,6 +444,10 @@ def run_lr_schedule(
 
     Taught on: "Training and generating text".
     """
+    check_int("total_iters", total_iters)
+    check_int("seed", seed, minimum=0)
+    cosine_schedule(max_learning_rate, min_learning_rate, warmup_iters,
+                    cosine_cycle_iters)  # checks the settings
     its = list(range(total_iters))
     lrs = [get_lr_cosine_schedule(it, max_learning_rate, min_learning_rate,
                                   warmup_iters, cosine_cycle_iters) for it in its]
@@ -442,6 +489,8 @@ def run_gradient_clipping(
 
     Taught on: "Training and generating text".
     """
+    check_finite_float("max_l2_norm", max_l2_norm, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     a = TransformerLM(256, 32, 64, 2, 4, 176)
     b = TransformerLM(256, 32, 64, 2, 4, 176)
@@ -606,10 +655,18 @@ def run_training_run(
 
     Taught on: "Training and generating text".
     """
-    if corpus not in CORPORA:
-        raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
-    steps = CORPUS_STEPS[corpus] if steps is None else steps
+    check_choice("corpus", corpus, CORPORA)
+    steps = CORPUS_STEPS[corpus] if steps is None else check_int("steps", steps,
+                                                                  minimum=2)
     rows = CORPUS_SAMPLE_ROWS[corpus] if sample_rows is None else sample_rows
+    if len(check_sizes("sample_rows", rows)) != 3:
+        raise ValueError("sample_rows must be 3 counts (start, middle, end), got "
+                         f"{rows!r}")
+    check_int("eval_every", eval_every)
+    check_int("sample_tokens", sample_tokens)
+    check_finite_float("sample_temperature", sample_temperature, minimum=0.0,
+                       open_min=True)
+    check_int("seed", seed, minimum=0)
     settings = _settings(steps=steps, batch_size=batch_size,
                          context_length=context_length, d_model=d_model,
                          num_layers=num_layers, num_heads=num_heads, d_ff=d_ff,
@@ -721,6 +778,11 @@ def run_sampling(
 
     Taught on: "Training and generating text".
     """
+    check_choice("corpus", corpus, CORPORA)
+    check_str("prompt", prompt, nonempty=True)
+    check_int("max_new_tokens", max_new_tokens)
+    check_int("n_top", n_top, maximum=ByteTokenizer.vocab_size)
+    check_int("seed", seed, minimum=0)
     model = run_training_run(corpus=corpus).model()
     tokenizer = ByteTokenizer()
     ids = tokenizer.encode(prompt)
@@ -794,6 +856,9 @@ def run_kv_cache_check(
 
     Taught on: "Training and generating text".
     """
+    check_int("context_length", context_length, minimum=2)
+    check_sizes("prompt_lengths", prompt_lengths, maximum=context_length)
+    check_int("seed", seed, minimum=0)  # d_model, num_layers, num_heads: LlamaConfig
     torch.manual_seed(seed)
     model = TransformerLM(256, context_length, d_model, num_layers, num_heads,
                           swiglu_hidden_dim(d_model, 16)).eval()
@@ -860,6 +925,8 @@ def run_checkpoint_resume(steps_each: int = 5, seed: int = 0) -> CheckpointResum
 
     Taught on: "Training and generating text".
     """
+    check_int("steps_each", steps_each)
+    check_int("seed", seed, minimum=0)
     data = torch.randint(0, 64, (4096,))
     settings = _settings(vocab_size=64, context_length=16, d_model=32, num_layers=1,
                          num_heads=2, d_ff=64, steps=2 * steps_each, warmup_iters=2)
@@ -966,7 +1033,10 @@ def time_training_throughput(
 
     Taught on: "Training and generating text".
     """
-    settings = settings or TinyLMSettings()
+    check_int("repeats", repeats)
+    check_int("steps", steps)
+    settings = TinyLMSettings() if settings is None else settings
+    check_type("settings", settings, TinyLMSettings)
     train_ids, _, _ = _tokens("shakespeare")
     torch.manual_seed(0)
     model = settings.model()
@@ -1024,6 +1094,8 @@ def time_generation(
 
     Taught on: "Training and generating text".
     """
+    check_int("context_length", context_length, minimum=2)
+    check_int("repeats", repeats)
     settings = _settings(context_length=context_length, d_model=d_model,
                          num_layers=num_layers, d_ff=swiglu_hidden_dim(d_model, 16))
     torch.manual_seed(0)

@@ -11,6 +11,7 @@ from llmlab.experiments.attention import (
     SummaryRecallResult,
     TimingResult,
 )
+from llmlab.checks import check_type
 from llmlab.report import Localized, fmt_float, heatmap, label, line_plot, table
 
 __all__ = ["dropout_figure", "scaling_table", "summary_recall_figure", "timing_table"]
@@ -18,6 +19,7 @@ __all__ = ["dropout_figure", "scaling_table", "summary_recall_figure", "timing_t
 
 def summary_recall_figure(result: SummaryRecallResult) -> Localized:
     """Recall accuracy by sequence length: a fixed-size state vs attention."""
+    check_type("result", result, SummaryRecallResult)
     d = result.dim
     series = {
         label(f"固定大小的状态（d = {d}）", f"fixed-size state (d = {d})"):
@@ -39,6 +41,7 @@ def summary_recall_figure(result: SummaryRecallResult) -> Localized:
 
 def scaling_table(result: ScalingResult) -> Localized:
     """Per ``d_k``: variance of the scores and the softmax's peak and Jacobian, raw vs scaled."""
+    check_type("result", result, ScalingResult)
     rows = [
         (d, fmt_float(vr, 1), fmt_float(vs, 2), fmt_float(mr, 3), fmt_float(ms, 3),
          fmt_float(jr, 4), fmt_float(js, 4))
@@ -57,6 +60,7 @@ def scaling_table(result: ScalingResult) -> Localized:
 
 def dropout_figure(demo: DropoutDemoResult) -> Localized:
     """The causal weights after dropout in training mode."""
+    check_type("demo", demo, DropoutDemoResult)
     return heatmap(
         demo.dropped, xlabel=label("键的位置", "key position"),
         ylabel=label("查询的位置", "query position"),
@@ -70,6 +74,7 @@ def dropout_figure(demo: DropoutDemoResult) -> Localized:
 
 def timing_table(result: TimingResult) -> Localized:
     """Median time per forward call of each variant, and relative to the first."""
+    check_type("result", result, TimingResult)
     base = result.seconds[0]
     rows = [(name, fmt_float(s * 1e6, 1), fmt_float(s / base, 2))
             for name, s in zip(result.names, result.seconds)]

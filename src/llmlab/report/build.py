@@ -10,6 +10,7 @@ import pickle
 import platform
 
 from llmlab.cache import cache_dir
+from llmlab.checks import check_str
 from llmlab.report import Localized, fmt_float, label, table
 
 __all__ = ["computation_table"]
@@ -22,6 +23,7 @@ def computation_table(page: str) -> Localized:
     stored with the results in the cache, on the machine that computed them.
     Without a filled cache (a block copied elsewhere) the table says so.
     """
+    check_str("page", page, nonempty=True)
     folder = cache_dir()
     report = folder / "precompute.json" if folder else None
     if report is None or not report.is_file():

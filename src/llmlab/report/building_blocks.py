@@ -18,6 +18,7 @@ from llmlab.experiments.building_blocks import (
     ParameterCheckResult,
     RopeCheckResult,
 )
+from llmlab.checks import check_choice, check_type
 from llmlab.report import (
     Localized,
     fmt_float,
@@ -47,6 +48,7 @@ __all__ = [
 
 
 def init_statistics_table(r: InitStatisticsResult) -> Localized:
+    check_type("r", r, InitStatisticsResult)
     rows = [(n, fmt_shape(s), fmt_float(t, 4), fmt_float(p, 4), fmt_float(m, 4),
              fmt_float(a, 4), fmt_float(c, 4))
             for n, s, t, p, m, a, c in zip(r.names, r.shapes, r.target_std, r.predicted_std,
@@ -61,6 +63,7 @@ TENSOR_NAMES = {"x": label("输入 x", "input x")}
 
 
 def norm_comparison_table(r: NormComparisonResult) -> Localized:
+    check_type("r", r, NormComparisonResult)
     rows = [(TENSOR_NAMES.get(lab, lab), fmt_float(m), fmt_float(s), fmt_float(q),
              "" if p is None else fmt_int(p))
             for lab, m, s, q, p in zip(r.labels, r.mean, r.std, r.rms, r.parameters)]
@@ -74,6 +77,7 @@ METHODS = {"input_dtype": label("输入的 dtype", "input dtype"), "float32": "f
 
 
 def low_precision_table(r: LowPrecisionNormResult) -> Localized:
+    check_type("r", r, LowPrecisionNormResult)
     rows = [(d, METHODS[m], fmt_int(i), fmt_int(n), fmt_int(z), fmt_int(r.n_total),
              "—" if math.isnan(e) else fmt_float(e, 4))
             for d, m, i, n, z, e in zip(r.dtypes, r.methods, r.n_inf, r.n_nan, r.n_zero,
@@ -90,6 +94,8 @@ IMPLS = {"torch": label("PyTorch（融合算子）", "PyTorch (fused)"),
 
 def flops_table(r: FlopsRuntimeResult, impl: str = "torch") -> Localized:
     """Every timed row; shares (and which resource bounds it) over :meth:`r.layer(impl)`."""
+    check_type("r", r, FlopsRuntimeResult)
+    check_choice("impl", impl, ("torch", "llmlab"))
     shares = r.shares(impl)
     layer = set(r.layer(impl))
     rows = []
@@ -110,12 +116,14 @@ def flops_table(r: FlopsRuntimeResult, impl: str = "torch") -> Localized:
 
 
 def activation_table(r: ActivationResult) -> Localized:
+    check_type("r", r, ActivationResult)
     rows = [(fmt_float(p, 2), *(fmt_float(v[i], 3) for v in r.values.values()))
             for i, p in enumerate(r.points)]
     return table(["x", *r.values], rows)
 
 
 def activation_figure(r: ActivationResult) -> Localized:
+    check_type("r", r, ActivationResult)
     series = {name: (r.grid, ys) for name, ys in r.curves.items()}
     names = "、".join(r.curves)
     return line_plot(
@@ -127,6 +135,7 @@ def activation_figure(r: ActivationResult) -> Localized:
 
 
 def ffn_parity_table(r: FFNParityResult) -> Localized:
+    check_type("r", r, FFNParityResult)
     rows = [(d, fmt_int(rf), fmt_int(rp), fmt_int(sf), fmt_float(sf / d, 3), fmt_int(sp),
              f"{sp / rp - 1:+.2%}")
             for d, rf, rp, sf, sp in zip(r.d_models, r.relu_d_ff, r.relu_params,
@@ -138,6 +147,7 @@ def ffn_parity_table(r: FFNParityResult) -> Localized:
 
 
 def rope_scores_figure(r: RopeCheckResult) -> Localized:
+    check_type("r", r, RopeCheckResult)
     n = len(r.scores)
     return heatmap(
         r.scores, [str(i) for i in range(n)], [str(i) for i in range(n)],
@@ -150,6 +160,7 @@ def rope_scores_figure(r: RopeCheckResult) -> Localized:
 
 
 def rope_frequency_figure(r: RopeCheckResult) -> Localized:
+    check_type("r", r, RopeCheckResult)
     k = list(range(len(r.frequencies)))
     wavelength = [2 * math.pi / f for f in r.frequencies]
     series = {label("θ_k（每个位置转过的弧度）", "θ_k (radians per position)"): (k, r.frequencies),
@@ -172,11 +183,13 @@ COMPARISONS = {
 
 
 def attention_check_table(r: AttentionCheckResult) -> Localized:
+    check_type("r", r, AttentionCheckResult)
     rows = [(COMPARISONS[k], f"{d:.1e}") for k, d in zip(r.labels, r.max_abs_diff)]
     return table([label("对照", "comparison"), label("最大绝对差", "max abs difference")], rows)
 
 
 def parameter_check_table(r: ParameterCheckResult) -> Localized:
+    check_type("r", r, ParameterCheckResult)
     rows = [(n, c.d_model, c.num_layers, c.num_heads, c.d_ff, fmt_int(c.vocab_size),
              fmt_int(f), fmt_int(k), yes_no(f == k))
             for n, c, f, k in zip(r.names, r.configs, r.formula, r.code)]

@@ -6,6 +6,7 @@ Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
 from __future__ import annotations
 
 from llmlab.experiments.multihead import ResidualAblationResult, WhyMultiheadResult
+from llmlab.checks import check_type
 from llmlab.report import (
     Localized,
     fmt_float,
@@ -34,6 +35,7 @@ KIND_NAMES = {
 
 def why_multihead_table(result: WhyMultiheadResult) -> Localized:
     """Per head count: ``d_head``, accuracy per target (mean over seeds), worst, parameters."""
+    check_type("result", result, WhyMultiheadResult)
     headers = [label("头数", "heads"), "d_head", *[f"x[t−{k}]" for k in result.offsets],
                label("最差的目标", "worst target"), label("参数量", "parameters")]
     rows = [
@@ -46,6 +48,7 @@ def why_multihead_table(result: WhyMultiheadResult) -> Localized:
 
 def why_multihead_seed_table(result: WhyMultiheadResult) -> Localized:
     """One row per (head count, seed): the accuracy of each target."""
+    check_type("result", result, WhyMultiheadResult)
     headers = [label("头数", "heads"), label("种子", "seed"),
                *[f"x[t−{k}]" for k in result.offsets]]
     rows = [[h, seed, *[fmt_pct(a) for a in accs]]
@@ -56,6 +59,7 @@ def why_multihead_seed_table(result: WhyMultiheadResult) -> Localized:
 
 def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
     """Heatmap: one row per head of the first seed's models, one column per offset."""
+    check_type("result", result, WhyMultiheadResult)
     rows, names = [], []
     for n_heads, per_head in zip(result.heads, result.offset_attention):
         for h, row in enumerate(per_head):
@@ -75,6 +79,7 @@ def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
 
 def residual_table(result: ResidualAblationResult) -> Localized:
     """Per kind of block: collapse at initialisation, first and last loss, accuracy."""
+    check_type("result", result, ResidualAblationResult)
     w = result.window
     headers = [label("块", "block"), label("初始化时的坍缩程度", "collapse at init"),
                label(f"前 {w} 步的损失", f"loss, first {w} steps"),
@@ -88,6 +93,7 @@ def residual_table(result: ResidualAblationResult) -> Localized:
 
 def residual_figure(result: ResidualAblationResult) -> Localized:
     """Training-loss curves of every kind, with the guessing loss ``ln V``."""
+    check_type("result", result, ResidualAblationResult)
     series = {KIND_NAMES[k]: (range(1, len(result.losses[k]) + 1), result.losses[k])
               for k in result.kinds}
     v = result.vocab_size
