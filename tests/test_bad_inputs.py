@@ -1141,12 +1141,6 @@ CASES: list[Case] = [
     case("checkpoint resume 0 steps", "llmlab.experiments.training.run_checkpoint_resume",
          lambda: exp_training.run_checkpoint_resume(steps_each=0), V, "steps_each",
          r"steps_each must be an int >= 1, got 0"),
-    case("reference LM heads", "llmlab.experiments.training.TorchReferenceLM",
-         lambda: exp_training.TorchReferenceLM(10, 4, 8, 1, 3, 16), V, "num_heads",
-         r"d_model \(8\) must be divisible by num_heads \(3\)"),
-    case("reference LM load_from a GPT-2", "llmlab.experiments.training.TorchReferenceLM",
-         lambda: exp_training.TorchReferenceLM(10, 4, 8, 1, 2, 16).load_from(_gpt2_lm()), T,
-         "model", r"model must be a TransformerLM, got TransformerLM"),
     case("throughput settings a dict", "llmlab.experiments.training.time_training_throughput",
          lambda: exp_training.time_training_throughput(settings={}), T, "settings",
          r"settings must be a TinyLMSettings, got dict"),
@@ -1431,3 +1425,13 @@ def test_nan_activations_propagate_instead_of_raising() -> None:
     # position 0, through 0 * NaN = NaN in weights @ values (torch's SDPA agrees)
     out = _mha().eval()(x)
     assert torch.isnan(out[0]).all() and not torch.isnan(out[1]).any()
+
+
+def test_autocast_mixes_dtypes_on_purpose() -> None:
+    """Under autocast bf16 activations meet fp32 weights by design; outside, refused."""
+    module = SelfAttentionV1(3, 2)
+    x = _x(1, 6, 3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert module(x).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match=r"x has dtype torch\.bfloat16 but the module"):
+        module(x)

@@ -396,7 +396,8 @@ def check_tensors(
         broadcast: Names of tensors (masks) whose named dims may also be 1 and
             whose rank may be lower; they bind no size.
         same_dtype: Require one dtype of the floating-point tensors (``False``
-            where the computation converts them, as a norm does).
+            where the computation converts them, as a norm does). Not enforced
+            while autocast is enabled for the tensors' device.
         **tensors: The tensors, in order: the first to use a dim name binds it.
 
     Returns:
@@ -505,7 +506,8 @@ def check_tensors(
         if same_dtype and dtype.is_floating_point and base in (None, "float"):
             if want_dtype is None:
                 want_dtype, float_name = dtype, name
-            elif dtype != want_dtype:
+            elif dtype != want_dtype and not torch.is_autocast_enabled(value.device.type):
+                # under autocast, mixed dtypes are how the computation is meant to run
                 if like is not None:
                     raise ValueError(
                         f"{name} has dtype {dtype} but the module's weights have "
