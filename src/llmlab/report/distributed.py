@@ -267,16 +267,15 @@ def memory_modes_table(r: MemoryResult) -> Localized:
     for m in r.modes:
         itemsize = 4 if m.precision == "fp32" else 2
         rows.append([_mode_name(m), fmt_int(itemsize * sum(m.estimate_elements.values())),
-                     fmt_int(m.measured_total), fmt_change(m.measured_total,
-                                                           base.measured_total),
-                     fmt_int(m.parameter_copies), fmt_si(m.flops),
-                     fmt_change(m.flops, base.flops)])
-    headers = [label("做法", "mode"), label("激活：公式（字节）", "activations: formula (bytes)"),
-               label("激活：实测（字节）", "activations: measured (bytes)"),
-               label("相对 fp32", "vs fp32"),
-               label("权重的 bf16 副本（字节）", "bf16 weight copies (bytes)"),
-               label("一步的 FLOPs", "FLOPs of the step"),
-               label("相对 fp32", "vs fp32")]
+                     fmt_int(m.measured_total),
+                     fmt_change(m.measured_total, base.measured_total),
+                     fmt_int(m.parameter_copies),
+                     f"{fmt_si(m.flops)} ({fmt_change(m.flops, base.flops)})"])
+    headers = [label("做法（字节）", "mode (bytes)"), label("激活：公式", "activations: formula"),
+               label("激活：实测", "activations: measured"),
+               label("实测相对 fp32", "measured vs fp32"),
+               label("权重的 bf16 副本", "bf16 weight copies"),
+               label("一步的 FLOPs（相对 fp32）", "FLOPs of the step (vs fp32)")]
     return table(headers, rows)
 
 
@@ -606,9 +605,10 @@ def parallelism_figure(r: FSDPCheckResult) -> Diagram:
         "每个 rank 只存每样东西的一半（条的长度是实测的字节数），用到一个块时用 all-gather "
         "收齐它的参数，梯度用 reduce-scatter 分给各自的一半。",
         "Diagram: left, data parallelism (DDP): each of two ranks holds a full copy of "
-        "the parameters, gradients and AdamW's m and v, computes half the batch, and "
+        "the parameters, the gradients and the AdamW moments m and v, computes half "
+        "the batch, and "
         "averages the gradients with an all-reduce during the backward pass; right, "
         "sharding (FSDP): each rank holds half of each (bar lengths are the measured "
-        "bytes), gathers a block's parameters with an all-gather when it runs, and "
+        "bytes), gathers the parameters of a block with an all-gather when it runs, and "
         "keeps its half of the gradients with a reduce-scatter.")
     return Diagram(lambda lang: _canvas(lang, width, height, draw), alt, data)
