@@ -33,6 +33,8 @@ GRAPH = {
     "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
                            "tokenization.md"},
     "tokenization.md": {"building-blocks.md"},  # leads to training.md once it exists
+    # builds on the model and its parameter counts; on training.md once it exists
+    "distributed.md": {"building-blocks.md", "multihead-transformer-block.md"},
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -53,6 +55,10 @@ SECTION_LINKS = {
         ("attention-from-scratch.md", "11. 多头注意力的两种写法",
          "multihead-transformer-block.md#多头注意力"),
         ("tokenization.md", "文档边界", "building-blocks.md#线性层与嵌入层"),
+        ("distributed.md", "公式：6N + 12·L·d·T", "building-blocks.md#完整模型"),
+        ("distributed.md", "放大到真实的模型",
+         "multihead-transformer-block.md#参数量每块-12d2--13d"),
+        ("distributed.md", "训练一次要花多少", "building-blocks.md#flops-不等于运行时间"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -71,6 +77,11 @@ SECTION_LINKS = {
          "multihead-transformer-block.md#multi-head-attention"),
         ("tokenization.md", "Document boundaries",
          "building-blocks.md#linear-and-embedding-layers"),
+        ("distributed.md", "The formula: 6N + 12·L·d·T",
+         "building-blocks.md#the-whole-model"),
+        ("distributed.md", "Scaled up to real models",
+         "multihead-transformer-block.md#parameters-12d2--13d-per-block"),
+        ("distributed.md", "What training costs", "building-blocks.md#flops-are-not-runtime"),
     ],
 }
 
