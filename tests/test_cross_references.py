@@ -33,7 +33,9 @@ GRAPH = {
     "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
                            "tokenization.md", "training.md"},
     "tokenization.md": {"building-blocks.md", "training.md"},
-    "training.md": {"building-blocks.md", "tokenization.md"},
+    "training.md": {"building-blocks.md", "tokenization.md", "distributed.md"},
+    # builds on the model, its parameter counts and the training step
+    "distributed.md": {"building-blocks.md", "multihead-transformer-block.md", "training.md"},
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -56,6 +58,10 @@ SECTION_LINKS = {
         ("tokenization.md", "文档边界", "building-blocks.md#线性层与嵌入层"),
         ("training.md", "数据与训练循环", "building-blocks.md#完整模型"),
         ("training.md", "KV 缓存", "building-blocks.md#带-rope-的因果多头自注意力"),
+        ("distributed.md", "公式：6N + 12·L·d·T", "building-blocks.md#完整模型"),
+        ("distributed.md", "放大到真实的模型",
+         "multihead-transformer-block.md#参数量每块-12d2--13d"),
+        ("distributed.md", "训练一次要花多少", "building-blocks.md#flops-不等于运行时间"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -77,6 +83,11 @@ SECTION_LINKS = {
         ("training.md", "The data and the loop", "building-blocks.md#the-whole-model"),
         ("training.md", "The KV cache",
          "building-blocks.md#causal-multi-head-self-attention-with-rope"),
+        ("distributed.md", "The formula: 6N + 12·L·d·T",
+         "building-blocks.md#the-whole-model"),
+        ("distributed.md", "Scaled up to real models",
+         "multihead-transformer-block.md#parameters-12d2--13d-per-block"),
+        ("distributed.md", "What training costs", "building-blocks.md#flops-are-not-runtime"),
     ],
 }
 
