@@ -227,7 +227,7 @@ def _mode(r: MemoryResult, precision: str, checkpointing: bool) -> MemoryMode:
 
 def _tensor_count(nbytes: int, elements: int, itemsize: int) -> str:
     count = nbytes / (elements * itemsize)
-    return fmt_int(count) if count == int(count) else fmt_float(count, 2)
+    return fmt_int(int(count)) if count == int(count) else fmt_float(count, 2)
 
 
 def activation_table(r: MemoryResult) -> Localized:
