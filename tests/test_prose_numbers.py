@@ -70,7 +70,17 @@ DI = "llmlab.experiments.distributed"
 # page -> number as written in the prose -> the guards that keep it true
 GUARDS: dict[str, dict[str, list[object]]] = {
     "lectures/attention-from-scratch.md": {
-        "16": [Assert("run_scaling_table(d_ks=(4, 16, 64, 256, 1024), num_keys=16)")],
+        "16": [Assert("run_scaling_table(d_ks=(4, 16, 64, 256, 1024), num_keys=16)"),
+               Assert("few = run_scaling_table(d_ks=d_ks, num_keys=16)")],
+        "64": [Assert("many = run_scaling_table(d_ks=d_ks, num_keys=64)")],
+        # the hand-built lookup's recall (by construction)
+        "100%": [Assert("assert all(acc == 1.0 for acc in result.attention_accuracy)")],
+        # exercise 3: the float16 scores, its maximum and exp's limits
+        "12": [Assert("for row in ([12.0, 0.0, 0.0, 0.0], [12.0, -100.0, -100.0, -100.0]):")],
+        "100": [Assert("for row in ([12.0, 0.0, 0.0, 0.0], [12.0, -100.0, -100.0, -100.0]):")],
+        "65504": [Assert("assert torch.finfo(half).max == 65504")],
+        "11.09": [Assert("assert round(limit, 2) == 11.09")],
+        "88.7": [Assert("assert round(math.log(torch.finfo(torch.float32).max), 1) == 88.7")],
     },
     "lectures/building-blocks.md": {
         # measured std within 1% of the truncated normal's theory
@@ -192,7 +202,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "2017"): "year (the original Transformer)",
     ("*", "2020"): "year of a citation",
     ("*", "2021"): "year of a citation",
-    ("lectures/attention-from-scratch.md", "64"): "exercise: a num_keys to try",
     ("lectures/building-blocks.md", "65504"): "IEEE fp16 maximum (a constant)",
     ("lectures/building-blocks.md", "65536"): "256² (arithmetic)",
     ("lectures/building-blocks.md", "256"): "the fp16 overflow threshold √65504; "

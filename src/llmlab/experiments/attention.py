@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from llmlab.attention import MultiHeadAttention, MultiHeadAttentionWrapper
+from llmlab.attention import CausalAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from llmlab.attention import causal_weights_masked, mha_from_wrapper
 from llmlab.cache import cached
 from llmlab.checks import (
@@ -33,10 +33,13 @@ from llmlab.functional import softmax
 
 __all__ = [
     "DropoutDemoResult",
+    "LearnedRecallResult",
+    "RecallAttention",
     "ScalingResult",
     "SummaryRecallResult",
     "TimingResult",
     "run_dropout_demo",
+    "run_learned_recall",
     "run_scaling_table",
     "run_summary_recall",
     "sdpa_forward",
@@ -115,6 +118,126 @@ def run_summary_recall(
     return SummaryRecallResult(
         list(lengths), summary_acc, attention_acc, dim, vocab_size, trials
     )
+
+
+class RecallAttention(nn.Module):
+    """Embeddings, one :class:`~llmlab.attention.CausalAttention`, a read-out.
+
+    The input is the sequence ``x`` (token plus position embedding at each
+    position) followed by one query token that asks for position ``i``: an
+    embedding of ``i`` alone, with no token in it. The read-out sees only the
+    attention output at that last position, so whatever it knows about the
+    token at ``i`` came through the attention weights.
+
+    Taught on: "Self-attention from scratch".
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, context_length: int) -> None:
+        super().__init__()
+        self.vocab_size = check_int("vocab_size", vocab_size, minimum=2)
+        self.context_length = check_int("context_length", context_length)
+        check_int("d_model", d_model)
+        self.tok = nn.Embedding(vocab_size, d_model)  # what the token is
+        self.pos = nn.Embedding(context_length, d_model)  # where it is
+        self.ask = nn.Embedding(context_length, d_model)  # "which position do I want"
+        self.attn = CausalAttention(d_model, d_model, context_length + 1, dropout=0.0)
+        self.out = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        """Ids ``(B, T)`` and positions ``(B,)`` -> logits ``(B, V)``, weights ``(B, T)``.
+
+        The weights are what the query token gives each position of ``x``.
+        """
+        found = check_tensor("x", x, "batch seq_len", "index:vocab_size",
+                             vocab_size=self.vocab_size,
+                             seq_len=(1, self.context_length, "context_length"))
+        check_tensor("target", target, "batch", "index:seq_len", **found)  # in [0, T)
+        seq_len = x.shape[1]
+        h = self.tok(x) + self.pos(torch.arange(seq_len, device=x.device))  # (B, T, D)
+        h = torch.cat([h, self.ask(target)[:, None]], dim=1)  # (B, T + 1, D)
+        context, weights = self.attn(h, return_weights=True)  # (B, T+1, D), (B, T+1, T+1)
+        return self.out(context[:, -1]), weights[:, -1, :seq_len]  # (B, V), (B, T)
+
+
+@dataclass
+class LearnedRecallResult:
+    """Recall by a trained attention layer, by sequence length.
+
+    Attributes:
+        lengths: Sequence lengths evaluated (training used the longest).
+        accuracy: Share of fresh sequences whose asked-for token was recalled.
+        target_weight: Mean attention weight the query put on the asked position.
+        d_model: Size of every embedding and of the attention's ``d_out``.
+        vocab_size: Number of distinct tokens.
+        steps: Adam steps of training.
+        batch_size: Sequences per step.
+        lr: Adam's learning rate.
+        trials: Fresh sequences per length for the evaluation.
+        seed: Seed of the weights and of the data.
+    """
+
+    lengths: list[int]
+    accuracy: list[float]
+    target_weight: list[float]
+    d_model: int
+    vocab_size: int
+    steps: int
+    batch_size: int
+    lr: float
+    trials: int
+    seed: int
+
+
+@cached(cost=2.5)
+def run_learned_recall(
+    lengths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+    d_model: int = 32,
+    vocab_size: int = 100,
+    steps: int = 300,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    trials: int = 200,
+    seed: int = 0,
+) -> LearnedRecallResult:
+    """Train a :class:`RecallAttention` to fetch the token at an asked position.
+
+    Training: random sequences of the longest length, a random position asked
+    for each, cross-entropy on the token found there (Adam). Nothing is built
+    in: which key answers which query is learned. Evaluation: fresh sequences
+    of each length, ``trials`` of them.
+    """
+    lengths = check_sizes("lengths", lengths)
+    check_int("d_model", d_model)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("steps", steps, minimum=0)
+    check_int("batch_size", batch_size)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("trials", trials)
+    check_int("seed", seed, minimum=0)
+    torch.manual_seed(seed)
+    longest = max(lengths)
+    model = RecallAttention(vocab_size, d_model, longest)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    data = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randint(vocab_size, (batch_size, longest), generator=data)  # (B, T)
+        target = torch.randint(longest, (batch_size,), generator=data)  # (B,)
+        logits, _ = model(x, target)  # (B, V)
+        loss = F.cross_entropy(logits, x[torch.arange(batch_size), target])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    accuracy, target_weight = [], []
+    with torch.no_grad():
+        for n in lengths:
+            x = torch.randint(vocab_size, (trials, n), generator=data)  # (N, n)
+            target = torch.randint(n, (trials,), generator=data)  # (N,)
+            logits, weights = model(x, target)  # (N, V), (N, n)
+            rows = torch.arange(trials)
+            accuracy.append((logits.argmax(-1) == x[rows, target]).float().mean().item())
+            target_weight.append(weights[rows, target].mean().item())
+    return LearnedRecallResult(list(lengths), accuracy, target_weight, d_model, vocab_size,
+                               steps, batch_size, lr, trials, seed)
 
 
 # ---------------------------------------------------------------------------
