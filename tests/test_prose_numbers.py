@@ -89,10 +89,20 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         "768": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
                 Assert("assert r.relu_params[i] == r.swiglu_params[i] == 8 * 768**2"),
                 Assert("d = 768")],
-        "512": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768")],
+        "512": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
+                Attr("llmlab.models.llama:CS336_TINYSTORIES", "d_model", 512)],
         "64": [Default("llmlab.feed_forward:swiglu_hidden_dim", "multiple_of", 64),
                Assert("assert all(f % 64 == 0 for f in r.swiglu_d_ff)")],
         "12": [Assert("block = TransformerBlock(d, 12, swiglu_hidden_dim(d)")],
+        # the two d_ff conventions at d = 512: the preset's field and the library's rule
+        "1344": [Attr("llmlab.models.llama:CS336_TINYSTORIES", "d_ff", 1344),
+                 Assert("assert preset == down == nearest == 1344 and up == 1408")],
+        "1408": [Assert("assert preset == down == nearest == 1344 and up == 1408")],
+        # exercises: what the solutions assert
+        "24": [Assert("assert exact == list(range(24, 4097, 24))")],
+        "1000": [Assert("for _ in range(1000):")],
+        "10000": [Assert("run_rope_check(d_k=64, theta=10_000.0, seq_len=16, seed=0)"),
+                  Assert("for theta in (10_000.0, 100.0):")],
     },
     "lectures/tokenization.md": {
         "5,000": [Assert("run_granularity(num_chars=20_000, heldout_chars=5_000)")],
@@ -207,6 +217,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lectures/building-blocks.md", "256"): "the fp16 overflow threshold √65504; "
                                             "also an exercise's multiple_of",
     ("lectures/building-blocks.md", "0.17%"): "citation (Ivanov et al.)",
+    ("lectures/building-blocks.md", "0.1%"): "citation: the seed code's claim",
+    ("lectures/building-blocks.md", "2048"): "citation: the seed code's token count",
+    ("lectures/building-blocks.md", "1024"): "citation: the seed code's d_model; also "
+                                             "exercise 5's d (asserted there)",
     ("lectures/building-blocks.md", "25%"): "citation (Ivanov et al.)",
     ("lectures/building-blocks.md", "4096"): "exercise: Llama 2 7B's d_model",
     ("lectures/building-blocks.md", "100"): "exercise: a scale and a theta to try",

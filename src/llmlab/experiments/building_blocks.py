@@ -248,8 +248,10 @@ class FlopsRuntimeResult:
     """FLOPs, bytes moved and measured time of a few ops at one size, on one thread.
 
     Row ``i`` is op ``ops[i]`` as implemented by ``impls[i]``: ``"torch"`` (PyTorch's
-    fused kernel, ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
+    own op: ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
     matmul) or ``"llmlab"`` (this course's teaching code, one tensor op per step).
+    ``kernels[i]`` counts the ATen ops one call dispatches: 1 is a fused kernel (one
+    pass over memory, what ``bytes_moved`` assumes); more means more passes.
     """
 
     ops: list[str]
@@ -258,8 +260,9 @@ class FlopsRuntimeResult:
     flops: list[float]
     bytes_moved: list[float]
     seconds: list[float]
+    kernels: list[int]  # ATen ops dispatched by one call
     ridge: float  # FLOP per byte where the measured matmul rate meets copy bandwidth
-    machine: str
+    machine: str  # the processor, e.g. "AMD EPYC (x86_64)"
     threads: int
 
     @property
@@ -292,6 +295,39 @@ class FlopsRuntimeResult:
         return self.intensity[i] < self.ridge
 
 
+def _cpu_name() -> str:
+    """The processor's model name (Linux's ``/proc/cpuinfo``), and its architecture."""
+    name = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    arch = platform.machine()
+    return f"{name} ({arch})" if name and name != arch else arch
+
+
+def _count_kernels(fn, arg) -> int:
+    """How many ATen ops one call ``fn(arg)`` dispatches to the backend."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count() as count:
+        fn(arg)
+    return count.n
+
+
 def _median_seconds(fn, arg, min_run_time: float) -> float:
     from torch.utils import benchmark
 
@@ -310,7 +346,8 @@ def run_flops_vs_runtime(
     (max, subtract, exp, sum, divide), GELU 8 (a nominal count for ``erf``). Bytes are
     the minimum a fused kernel moves: read the input (and weights), write the output,
     float32; the teaching code moves more (each step reads and writes a full tensor).
-    The ridge point is the measured matmul FLOP/s over the measured bandwidth of a
+    ``kernels`` counts the ATen ops each call dispatches (a ``TorchDispatchMode``). The
+    ridge point is the measured matmul FLOP/s over the measured bandwidth of a
     large copy. Cached per machine (``machine_dependent``).
     """
     check_int("seq_len", seq_len)
@@ -342,7 +379,7 @@ def run_flops_vs_runtime(
          5 * scores.numel(), f4 * 2 * scores.numel()),
         ("GELU", "torch", [hidden], F.gelu, 8 * hidden.numel(), f4 * 2 * hidden.numel()),
     ]
-    res = FlopsRuntimeResult([], [], [], [], [], [], 0.0, platform.machine(), 1)
+    res = FlopsRuntimeResult([], [], [], [], [], [], [], 0.0, _cpu_name(), 1)
     with torch.no_grad():
         for op, impl, operands, fn, flops, nbytes in specs:
             res.ops.append(op)
@@ -351,6 +388,7 @@ def run_flops_vs_runtime(
             res.flops.append(float(flops))
             res.bytes_moved.append(float(nbytes))
             res.seconds.append(_median_seconds(fn, operands[0], min_run_time))
+            res.kernels.append(_count_kernels(fn, operands[0]))
         big = torch.randn(8 * 1024 * 1024)  # 32 MiB: larger than the caches
         copy_s = _median_seconds(torch.clone, big, min_run_time)
     flops_per_s = res.flops[0] / res.seconds[0]
