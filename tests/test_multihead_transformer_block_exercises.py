@@ -188,13 +188,13 @@ def test_answer_table_in_both_languages(small_result) -> None:
 
     table = why_multihead_answer_table(small_result, [(1, 0), (2, 1)])
     zh, en = table.render("zh"), table.render("en")
-    assert "答成 x[t−1]" in zh and "answers x[t−1]" in en
+    assert "1 个头，种子 0" in zh and "1 head, seed 0" in en and "2 heads, seed 1" in en
     rows = [line for line in en.splitlines()[2:] if line.strip()]
     assert len(rows) == 2 * len(small_result.offsets)  # one row per read-out
     for row in rows:  # the read-out's own column, and only it, is bold
         cells = [c.strip() for c in row.strip("|").split("|")]
-        k = int(re.search(r"t−(\d+)", cells[2]).group(1))
-        bold = [i for i, c in enumerate(cells[3:]) if c.startswith("**")]
+        k = int(re.search(r"t−(\d+)", cells[1]).group(1))
+        bold = [i for i, c in enumerate(cells[2:]) if c.startswith("**")]
         assert bold == [small_result.offsets.index(k)]
 
 

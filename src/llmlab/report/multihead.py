@@ -71,16 +71,18 @@ def why_multihead_answer_table(
     """
     check_type("result", result, WhyMultiheadResult)
     check_type("runs", runs, (list, tuple), expected="a list of (n_heads, seed) pairs")
-    headers = [label("头数", "heads"), label("种子", "seed"), label("输出层", "read-out"),
-               *[label(f"答成 x[t−{o}]", f"answers x[t−{o}]") for o in result.offsets]]
+    headers = [label("模型", "model"), label("输出层", "read-out"),
+               *[f"x[t−{o}]" for o in result.offsets]]
     rows = []
     for n_heads, seed in runs:
-        for k in result.offsets:
+        model = label(f"{n_heads} 个头，种子 {seed}",
+                      f"{n_heads} head{'s' if n_heads > 1 else ''}, seed {seed}")
+        for i, k in enumerate(result.offsets):
             shares = [(o, fmt_pct(result.answered(n_heads, seed, k, o)))
                       for o in result.offsets]
             cells = [f"**{c}**" if o == k else c for o, c in shares]  # bold: accuracy
-            rows.append([n_heads, seed, f"x[t−{k}]", *cells])
-    return table(headers, rows)
+            rows.append([model if i == 0 else "", f"x[t−{k}]", *cells])
+    return table(headers, rows, align="ll" + "r" * len(result.offsets))
 
 
 def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
