@@ -2,7 +2,10 @@
 
 * :func:`run_why_multihead`: a one-layer attention model must copy ``x[t-1]``,
   ``x[t-2]`` and ``x[t-4]`` at once; with one head it cannot, with enough heads
-  each head takes one offset. Same parameter count for every head count.
+  each head takes one offset. Same parameter count for every head count. Besides
+  the accuracies it records what each read-out answered
+  (:meth:`WhyMultiheadResult.answered`): a head that blends two positions hands
+  both tokens on, but hardly their order.
 * :func:`run_residual_ablation`: an 8-block model learns to copy ``x[t-3]`` with
   Pre-LN or Post-LN residual blocks, but not without residual connections (its
   representations collapse before training starts).
@@ -320,11 +323,12 @@ class WhyMultiheadResult:
         return [k for _, k in sorted(zip(accs, self.offsets), reverse=True)]
 
     def answered(self, n_heads: int, seed: int, target: int, source: int) -> float:
-        """Share of the read-out for ``x[t - target]`` that answers the token at
-        ``t - source``: its accuracy if ``source == target``, else the share of its
-        predictions that are wrong and are that token. So
-        ``answered(h, s, a, a) + answered(h, s, a, b)`` is the share that is one of
-        the tokens at ``t - a`` and ``t - b``.
+        """How often the ``x[t - target]`` read-out gives the token at ``t - source``.
+
+        Its accuracy if ``source == target``; otherwise the share of its predictions
+        that are wrong and are that token, so ``answered(h, s, a, a) +
+        answered(h, s, a, b)`` is the share that is one of the tokens at ``t - a``
+        and ``t - b``.
         """
         if seed not in self.seeds:
             raise ValueError(f"seed must be one of {self.seeds}, got {seed}")
