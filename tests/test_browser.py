@@ -277,18 +277,26 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
 
 
 def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
-    """On a lecture, the copy button of every executed block copies its source."""
+    """On a lecture, the copy button of every executed block copies its source.
+
+    Blocks inside admonitions (the exercises' solutions, folded) count too: they are
+    opened first, and their code is compared without its indentation.
+    """
     import re
+    import textwrap
 
     w = watched(permissions=["clipboard-read", "clipboard-write"])
     rel = "lectures/multihead-transformer-block/"
     source = (ROOT / "docs" / "zh" / (rel.rstrip("/") + ".md")).read_text(encoding="utf-8")
-    blocks = re.findall(r'^```python exec="on"[^\n]*source="[^"]+"[^\n]*\n(.*?)^```',
-                        source, re.M | re.S)
+    found = re.findall(r'^( *)```python exec="on"[^\n]*source="[^"]+"[^\n]*\n(.*?)^\1```',
+                       source, re.M | re.S)
+    blocks = [textwrap.dedent(code) for _, code in found]
     assert blocks
     w.goto(rel)
     buttons = w.page.locator('article button[data-md-type="copy"], article button.md-clipboard')
     buttons.first.wait_for(timeout=15_000)  # Material adds them once its script has run
+    w.page.evaluate("document.querySelectorAll('article details')"
+                    ".forEach(d => { d.open = true; })")  # folded solutions
     copied = []
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()

@@ -2,7 +2,10 @@
 
 * :func:`run_why_multihead`: a one-layer attention model must copy ``x[t-1]``,
   ``x[t-2]`` and ``x[t-4]`` at once; with one head it cannot, with enough heads
-  each head takes one offset. Same parameter count for every head count.
+  each head takes one offset. Same parameter count for every head count. Besides
+  the accuracies it records what each read-out answered
+  (:meth:`WhyMultiheadResult.answered`): a head that blends two positions hands
+  both tokens on, but hardly their order.
 * :func:`run_residual_ablation`: an 8-block model learns to copy ``x[t-3]`` with
   Pre-LN or Post-LN residual blocks, but not without residual connections (its
   representations collapse before training starts).
@@ -138,6 +141,20 @@ def evaluate_copy_model(
     model: OneLayerAttention, offsets: tuple[int, ...] = (1, 2, 4), n_eval: int = 2000
 ) -> tuple[list[float], Tensor]:
     """Accuracy per target on fresh sequences, and the ``(n_eval, H, T, T)`` weights."""
+    accs, attn, _ = _evaluate(model, offsets, n_eval)
+    return accs, attn
+
+
+def _evaluate(
+    model: OneLayerAttention, offsets: tuple[int, ...], n_eval: int
+) -> tuple[list[float], Tensor, list[list[float]]]:
+    """:func:`evaluate_copy_model`, and what each read-out answered (same forward pass).
+
+    ``answers[j][k]`` is the share of target ``j``'s predictions that are the token
+    at ``t - offsets[k]``: for ``k == j`` the accuracy, for ``k != j`` only wrong
+    predictions count, so ``answers[j][j] + answers[j][k]`` is the share that is
+    one of those two tokens.
+    """
     check_type("model", model, OneLayerAttention)
     offsets = check_sizes("offsets", offsets, maximum=model.seq_len - 1)
     if len(offsets) != len(model.outs):
@@ -149,9 +166,14 @@ def evaluate_copy_model(
     x = _eval_batch(n_eval, seq_len, vocab_size)
     with torch.no_grad():
         logits, attn = model(x)
-    hits = [lg[:, start:].argmax(-1) == x[:, start - k : seq_len - k]
-            for lg, k in zip(logits, offsets)]
-    return [h.float().mean().item() for h in hits], attn
+    tokens = [x[:, start - k : seq_len - k] for k in offsets]  # the token at t - k
+    answers = []
+    for j, lg in enumerate(logits):
+        pred = lg[:, start:].argmax(-1)  # (n_eval, T - start)
+        right = pred == tokens[j]
+        answers.append([(right if k == j else ~right & (pred == tokens[k])).float()
+                        .mean().item() for k in range(len(offsets))])
+    return [row[j] for j, row in enumerate(answers)], attn, answers
 
 
 def _offset_profile(attn: Tensor, start: int, n_offsets: int) -> list[list[float]]:
@@ -177,6 +199,9 @@ class CopyRuns:
         n_params: Parameters of each model.
         profile: ``[head][offset]``: mean weight on key ``t - offset``, first seed.
         attention: ``[head][query][key]``: mean weights over the evaluation, first seed.
+        answers: ``[seed][target][k]``: share of the target's predictions that are the
+            token at ``t - offsets[k]`` (the accuracy where ``k`` is the target's own
+            offset; elsewhere, only wrong predictions count).
     """
 
     n_heads: int
@@ -184,6 +209,7 @@ class CopyRuns:
     n_params: int
     profile: list[list[float]]
     attention: list[list[list[float]]]
+    answers: list[list[list[float]]]
 
 
 def _check_copy_settings(heads: tuple[int, ...], seeds: tuple[int, ...],
@@ -222,18 +248,19 @@ def run_copy_runs(
     check_int("n_heads", n_heads)
     _check_copy_settings((n_heads,), seeds, offsets, vocab_size, seq_len, d_model, steps,
                          lr, batch_size, n_eval)
-    accuracy, profile, attention, n_params = [], [], [], 0
+    accuracy, answers, profile, attention, n_params = [], [], [], [], 0
     for i, seed in enumerate(seeds):
         model = train_copy_model(n_heads, seed, tuple(offsets), vocab_size, seq_len,
                                  d_model, steps, lr, batch_size)
-        accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
+        accs, attn, seed_answers = _evaluate(model, tuple(offsets), n_eval)
         accuracy.append(accs)
+        answers.append(seed_answers)
         if i == 0:  # what each head attends to: the first seed's model
             start = max(offsets)
             profile = _offset_profile(attn, start, start + 4)
             attention = attn.mean(dim=0).tolist()  # (H, T, T) over the evaluation
             n_params = count_parameters(model)
-    return CopyRuns(n_heads, accuracy, n_params, profile, attention)
+    return CopyRuns(n_heads, accuracy, n_params, profile, attention, answers)
 
 
 @dataclass
@@ -251,6 +278,8 @@ class WhyMultiheadResult:
         n_params: Parameter count per head count.
         offset_attention: ``[i][h][o]``: mean weight that head ``h`` of the first
             seed's model with ``heads[i]`` heads puts on key ``t - o``.
+        answers: ``answers[i][s][j][k]``: share of target ``j``'s predictions that
+            are the token at ``t - offsets[k]`` (see :meth:`answered`).
     """
 
     heads: list[int]
@@ -265,6 +294,7 @@ class WhyMultiheadResult:
     accuracy: list[list[list[float]]]
     n_params: list[int]
     offset_attention: list[list[list[float]]]
+    answers: list[list[list[list[float]]]]
 
     @property
     def chance(self) -> float:
@@ -284,6 +314,30 @@ class WhyMultiheadResult:
         """Each seed's worst target, averaged over seeds."""
         runs = self.accuracy[self._index(n_heads)]
         return sum(min(r) for r in runs) / len(runs)
+
+    def ranked(self, n_heads: int, seed: int) -> list[int]:
+        """The offsets, from the best-learned target to the worst, for one seed."""
+        if seed not in self.seeds:
+            raise ValueError(f"seed must be one of {self.seeds}, got {seed}")
+        accs = self.accuracy[self._index(n_heads)][self.seeds.index(seed)]
+        return [k for _, k in sorted(zip(accs, self.offsets), reverse=True)]
+
+    def answered(self, n_heads: int, seed: int, target: int, source: int) -> float:
+        """How often the ``x[t - target]`` read-out gives the token at ``t - source``.
+
+        Its accuracy if ``source == target``; otherwise the share of its predictions
+        that are wrong and are that token, so ``answered(h, s, a, a) +
+        answered(h, s, a, b)`` is the share that is one of the tokens at ``t - a``
+        and ``t - b``.
+        """
+        if seed not in self.seeds:
+            raise ValueError(f"seed must be one of {self.seeds}, got {seed}")
+        for name, offset in (("target", target), ("source", source)):
+            if offset not in self.offsets:
+                raise ValueError(f"{name} must be one of the offsets {self.offsets}, "
+                                 f"got {offset}")
+        runs = self.answers[self._index(n_heads)][self.seeds.index(seed)]
+        return runs[self.offsets.index(target)][self.offsets.index(source)]
 
     def head_offsets(self, n_heads: int) -> list[int]:
         """The offset each head of the first seed's model attends to most."""
@@ -329,7 +383,7 @@ def run_why_multihead(
     return WhyMultiheadResult(
         list(heads), list(seeds), list(offsets), vocab_size, d_model, steps, lr,
         batch_size, n_eval, [r.accuracy for r in runs], [r.n_params for r in runs],
-        [r.profile for r in runs],
+        [r.profile for r in runs], [r.answers for r in runs],
     )
 
 
@@ -467,7 +521,10 @@ class ResidualAblationResult:
         n_layers, d_model, n_heads: The model.
         offset: The task: position ``t`` predicts ``x[t - offset]``.
         vocab_size: Uniform tokens; a guessing model has loss ``ln(vocab_size)``.
+        seq_len: Tokens per sequence.
         steps, lr, batch_size: The training.
+        n_eval: Fresh sequences the accuracy is measured on (at every position
+            ``t >= offset``: :attr:`n_predictions` in all).
         window: Steps averaged for the first and last loss.
         collapse: ``{kind: score}``, :func:`collapse_score` of the last block's
             output at initialisation.
@@ -481,9 +538,11 @@ class ResidualAblationResult:
     n_heads: int
     offset: int
     vocab_size: int
+    seq_len: int
     steps: int
     lr: float
     batch_size: int
+    n_eval: int
     window: int
     collapse: dict[str, float]
     losses: dict[str, list[float]]
@@ -492,6 +551,16 @@ class ResidualAblationResult:
     @property
     def chance_loss(self) -> float:
         return math.log(self.vocab_size)
+
+    @property
+    def chance(self) -> float:
+        """Accuracy of guessing: ``1 / vocab_size``."""
+        return 1.0 / self.vocab_size
+
+    @property
+    def n_predictions(self) -> int:
+        """Predictions behind each accuracy: ``n_eval * (seq_len - offset)``."""
+        return self.n_eval * (self.seq_len - self.offset)
 
     def _curve(self, kind: str) -> list[float]:
         if kind not in self.losses:
@@ -551,7 +620,7 @@ def run_residual_ablation(
                     batch_size=batch_size, n_eval=n_eval, seed=seed)
     runs = [part(**kwargs) for part, kwargs in _residual_parts(kinds, **settings)]
     return ResidualAblationResult(
-        list(kinds), n_layers, d_model, n_heads, offset, vocab_size, steps, lr, batch_size,
-        window, {r.kind: r.collapse for r in runs}, {r.kind: r.losses for r in runs},
-        {r.kind: r.accuracy for r in runs},
+        list(kinds), n_layers, d_model, n_heads, offset, vocab_size, seq_len, steps, lr,
+        batch_size, n_eval, window, {r.kind: r.collapse for r in runs},
+        {r.kind: r.losses for r in runs}, {r.kind: r.accuracy for r in runs},
     )

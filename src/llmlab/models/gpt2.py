@@ -85,7 +85,7 @@ class MultiHeadSelfAttention(nn.Module):
         "scores": ("q_heads @ k_heads.transpose(-2, -1) / √Dh", "(B, H, T, T)"),
         "attn": ("softmax(mask(scores), dim=-1)", "(B, H, T, T)"),
         "heads": ("attn @ v_heads", "(B, H, T, Dh)"),
-        "concat": ("heads.transpose(1, 2).view(B, T, D)", "(B, T, D)"),
+        "concat": ("heads.transpose(1, 2).contiguous().view(B, T, D)", "(B, T, D)"),
         "out": ("proj(concat)", "(B, T, D)"),
     }
 

@@ -5,6 +5,8 @@ Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llmlab.experiments.multihead import ResidualAblationResult, WhyMultiheadResult
 from llmlab.checks import check_type
 from llmlab.report import (
@@ -21,6 +23,7 @@ from llmlab.report import (
 __all__ = [
     "residual_figure",
     "residual_table",
+    "why_multihead_answer_table",
     "why_multihead_figure",
     "why_multihead_seed_table",
     "why_multihead_table",
@@ -55,6 +58,31 @@ def why_multihead_seed_table(result: WhyMultiheadResult) -> Localized:
             for h, runs in zip(result.heads, result.accuracy)
             for seed, accs in zip(result.seeds, runs)]
     return table(headers, rows)
+
+
+def why_multihead_answer_table(
+    result: WhyMultiheadResult, runs: Sequence[tuple[int, int]]
+) -> Localized:
+    """What each read-out answered, for the ``(n_heads, seed)`` models in ``runs``.
+
+    One row per read-out ``x[t−k]``, one column per target position ``t−o``: the
+    share of its predictions that are the token there. In the read-out's own column
+    (bold) that is its accuracy; in the others, only its wrong answers count.
+    """
+    check_type("result", result, WhyMultiheadResult)
+    check_type("runs", runs, (list, tuple), expected="a list of (n_heads, seed) pairs")
+    headers = [label("模型", "model"), label("输出层", "read-out"),
+               *[f"x[t−{o}]" for o in result.offsets]]
+    rows = []
+    for n_heads, seed in runs:
+        model = label(f"{n_heads} 个头，种子 {seed}",
+                      f"{n_heads} head{'s' if n_heads > 1 else ''}, seed {seed}")
+        for i, k in enumerate(result.offsets):
+            shares = [(o, fmt_pct(result.answered(n_heads, seed, k, o)))
+                      for o in result.offsets]
+            cells = [f"**{c}**" if o == k else c for o, c in shares]  # bold: accuracy
+            rows.append([model if i == 0 else "", f"x[t−{k}]", *cells])
+    return table(headers, rows, align="ll" + "r" * len(result.offsets))
 
 
 def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
