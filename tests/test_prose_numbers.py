@@ -262,9 +262,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lectures/distributed.md", "25"): "PyTorch's documented default: DDP's "
                                        "bucket_cap_mb is 25 MiB",
     ("lectures/distributed.md", "3600"): "seconds in an hour",
-    ("lectures/multihead-transformer-block.md", "1024"): "also GPT-2 medium's D (exercise)",
-    ("lectures/multihead-transformer-block.md", "1600"): "exercise: GPT-2 XL's D",
-    ("lectures/multihead-transformer-block.md", "48"): "exercise: GPT-2 XL's layers",
     ("lectures/training.md", "2019"): "year of a citation (Loshchilov and Hutter)",
     ("lectures/training.md", "0.001"): "exercise: a temperature to try",
     ("lectures/training.md", "100"): "exercise: a temperature to try",
