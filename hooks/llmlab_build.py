@@ -93,14 +93,13 @@ def _start_precompute(config: Any) -> None:
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
-    from llmlab.precompute import REPORT, stamp
+    from llmlab.precompute import report_path, stamp
 
     docs = Path(config.docs_dir)
     manifest, examples = docs / "experiments.toml", docs.parent / "examples"
-    report = STATE["cache"] / REPORT
-    os.environ["LLMLAB_CACHE_MISS"] = "error"
-    if report.is_file() and json.loads(report.read_text("utf-8")).get("stamp") == stamp(
-            manifest, examples):
+    STATE["report"] = report_path(STATE["cache"], stamp(manifest, examples))
+    os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_PRECOMPUTE_REPORT=str(STATE["report"]))
+    if STATE["report"].is_file():
         return
     command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
                "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
@@ -120,9 +119,7 @@ def _precompute_report() -> dict[str, Any]:
             raise PluginError(f"`{' '.join(process.args[1:])}` failed: see its output above")
         os.environ["LLMLAB_CACHE_MISS"] = "error"
     if "precompute" not in STATE:
-        from llmlab.precompute import REPORT
-
-        STATE["precompute"] = json.loads((STATE["cache"] / REPORT).read_text("utf-8"))
+        STATE["precompute"] = json.loads(STATE["report"].read_text("utf-8"))
     return STATE["precompute"]
 
 

@@ -49,6 +49,7 @@ class BuiltSite:
     cache_dir: Path | None = None  # the experiment cache this build filled
     subpath: str = SUBPATH  # where the site is served
     cold: bool = True  # built here with an empty cache (not LLMLAB_PREBUILT_SITE)
+    site_url: str = ""  # the address it was built for, when not where it is served
 
     def html(self, rel: str) -> str:
         return (self.site_dir / rel).read_text(encoding="utf-8")
@@ -67,10 +68,12 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
         from urllib.parse import urlsplit
 
         cache = Path(os.environ.get("LLMLAB_CACHE_DIR", ROOT / ".cache" / "llmlab"))
-        subpath = urlsplit(os.environ.get("SITE_URL", "/")).path or "/"
+        site_url = os.environ.get("SITE_URL", "http://127.0.0.1:8000/")  # mkdocs.yml's
+        subpath = urlsplit(site_url).path or "/"
         return BuiltSite(site_dir=Path(prebuilt).resolve(), seconds=0.0, log="",
                          port=_free_port(), cache_dir=cache.resolve(),
-                         subpath=subpath.rstrip("/") + "/", cold=False)
+                         subpath=subpath.rstrip("/") + "/", cold=False,
+                         site_url=site_url.rstrip("/") + "/")
     tmp = tmp_path_factory.mktemp("site-build")
     site_dir = tmp / "site"
     port = _free_port()

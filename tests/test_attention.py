@@ -68,9 +68,9 @@ def test_cosine_matches_torch_and_ignores_length():
 
 
 def test_score_helpers_reject_bad_shapes():
-    with pytest.raises(ValueError, match="query must be 1-D"):
+    with pytest.raises(ValueError, match=r"query must have shape \(d,\)"):
         dot_scores_matmul(torch.ones(2, 3), torch.ones(4, 3))
-    with pytest.raises(ValueError, match="keys must be 2-D"):
+    with pytest.raises(ValueError, match=r"keys must have shape \(seq_len, d\).*d is 2, but query has d 3"):
         dot_scores_loop(torch.ones(3), torch.ones(4, 2))
 
 
@@ -104,7 +104,7 @@ def test_simple_self_attention_matches_torch():
     assert torch.allclose(weights, torch.softmax(x @ x.T, dim=-1))
     assert torch.allclose(weights.sum(-1), torch.ones(6))
     assert torch.allclose(context, weights @ x)
-    with pytest.raises(ValueError, match="x must be"):
+    with pytest.raises(ValueError, match=r"x must have shape \(seq_len, d\) or"):
         simple_self_attention(torch.ones(3))
 
 
@@ -116,7 +116,7 @@ def test_two_causal_mask_ways_agree_and_zero_the_future():
     assert torch.allclose(a, b, atol=1e-6)
     assert torch.all(b.triu(1) == 0)
     assert torch.allclose(b.sum(-1), torch.ones(2, 5))
-    with pytest.raises(ValueError, match="T, T"):
+    with pytest.raises(ValueError, match=r"scores must have shape \(\.\.\., seq_len, seq_len"):
         causal_weights_masked(torch.ones(2, 3))
 
 
@@ -167,11 +167,11 @@ def test_v2_bias_off_by_default_and_linear_init_range():
 @pytest.mark.parametrize("cls", [SelfAttentionV1, SelfAttentionV2])
 def test_v1_v2_reject_bad_input(cls):
     sa = cls(3, 2)
-    with pytest.raises(ValueError, match="batch, num_tokens, d_in=3"):
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, seq_len, d_in=3\)"):
         sa(torch.rand(6, 3))
-    with pytest.raises(ValueError, match="expected d_in=3"):
+    with pytest.raises(ValueError, match="d_in is 4, expected d_in = 3"):
         sa(torch.rand(1, 6, 4))
-    with pytest.raises(ValueError, match="d_out must be a positive integer"):
+    with pytest.raises(ValueError, match="d_out must be an int >= 1, got 0"):
         cls(3, 0)
 
 
@@ -205,7 +205,7 @@ def test_causal_attention_short_input_slices_mask_long_input_raises():
     ca = CausalAttention(3, 4, context_length=5, dropout=0.0)
     assert ca(torch.rand(2, 3, 3)).shape == (2, 3, 4)
     assert ca(torch.rand(2, 5, 3)).shape == (2, 5, 4)
-    with pytest.raises(ValueError, match="num_tokens=6, more than context_length=5"):
+    with pytest.raises(ValueError, match=r"seq_len is 6, expected 1 <= seq_len <= context_length \(5\)"):
         ca(torch.rand(2, 6, 3))
 
 
@@ -242,7 +242,7 @@ class _SeedTypoMultiHeadAttention(MultiHeadAttention):
 
     def forward(self, x, return_weights=False):
         b, t, _ = x.shape
-        h, hd = self.num_heads, self.head_dim
+        h, hd = self.num_heads, self.d_head
         q = self.W_query(x).view(b, t, h, hd).transpose(1, 2)
         k = self.W_key(x).view(b, t, h, hd).transpose(1, 2)
         v = self.W_value(x).view(b, t, h, hd).transpose(1, 2)
@@ -394,7 +394,7 @@ def test_mha_step_shapes():
     assert named[".view(b, T, H, hd)"] == (2, 5, 2, 3)
     assert named["queries @ keys.transpose(2, 3)"] == (2, 2, 5, 5)
     assert steps[-1] == ("out_proj(...)", tuple(mha(x).shape))
-    with pytest.raises(ValueError, match="expected d_in=3"):
+    with pytest.raises(ValueError, match="d_in is 4, expected d_in = 3"):
         mha_step_shapes(mha, torch.rand(2, 5, 4))
 
 
@@ -402,24 +402,24 @@ def test_mha_errors():
     msg = r"d_out \(6\) must be divisible by num_heads \(4\)"
     with pytest.raises(ValueError, match=msg):
         MultiHeadAttention(3, 6, 8, 0.0, num_heads=4)
-    with pytest.raises(ValueError, match="num_heads must be a positive integer"):
+    with pytest.raises(ValueError, match="num_heads must be an int >= 1, got 0"):
         MultiHeadAttention(3, 6, 8, 0.0, num_heads=0)
-    with pytest.raises(ValueError, match="num_heads must be a positive integer"):
+    with pytest.raises(ValueError, match="num_heads must be an int >= 1, got 0"):
         MultiHeadAttentionWrapper(3, 6, 8, 0.0, num_heads=0)
-    with pytest.raises(ValueError, match="dropout must be a probability"):
+    with pytest.raises(ValueError, match=r"dropout must be a finite number in \[0, 1\)"):
         MultiHeadAttention(3, 6, 8, 1.5, num_heads=2)
-    with pytest.raises(ValueError, match="context_length must be a positive integer"):
+    with pytest.raises(ValueError, match="context_length must be an int >= 1, got 0"):
         CausalAttention(3, 6, 0, 0.0)
 
 
 @pytest.mark.parametrize("name", list(MODULES))
 def test_input_checks(name):
     module = MODULES[name]()
-    with pytest.raises(ValueError, match="more than context_length=8"):
+    with pytest.raises(ValueError, match=r"expected 1 <= seq_len <= context_length \(8\)"):
         module(torch.rand(1, 9, 4))
-    with pytest.raises(ValueError, match="expected d_in=4"):
+    with pytest.raises(ValueError, match="d_in is 5, expected d_in = 4"):
         module(torch.rand(1, 3, 5))
-    with pytest.raises(ValueError, match="got 2-D shape"):
+    with pytest.raises(ValueError, match="got a 2-D tensor"):
         module(torch.rand(3, 4))
 
 

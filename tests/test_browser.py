@@ -53,7 +53,8 @@ def browser():
 class Watched:
     """A page whose console errors and off-site or failed requests are recorded."""
 
-    def __init__(self, browser, base: str, **context_args) -> None:
+    def __init__(self, browser, base: str, built_for: str = "", site_dir: Path | None = None,
+                 **context_args) -> None:
         self.context = browser.new_context(**context_args)
         self.page = self.context.new_page()
         self.base = base
@@ -70,8 +71,20 @@ class Watched:
             f"{r.url} HTTP {r.status}"))
 
         def route(route) -> None:
-            host = urlsplit(route.request.url).hostname
-            if route.request.url.startswith("data:") or host in ("127.0.0.1", "localhost"):
+            url = route.request.url
+            host = urlsplit(url).hostname
+            if built_for and url.startswith(built_for):
+                # a prebuilt site (LLMLAB_PREBUILT_SITE) names its own address in its
+                # <head> (hreflang links; Material fetches their sitemaps): the same
+                # files, served from here instead
+                path = site_dir / urlsplit(url).path[len(urlsplit(built_for).path):]
+                path = path / "index.html" if path.is_dir() else path
+                if path.is_file():
+                    route.fulfill(path=str(path))
+                else:
+                    self.failed.append(f"{url} not in the built site")
+                    route.fulfill(status=404)
+            elif url.startswith("data:") or host in ("127.0.0.1", "localhost"):
                 route.continue_()
             else:
                 self.offsite.append(route.request.url)
@@ -92,11 +105,12 @@ class Watched:
 
 
 @pytest.fixture
-def watched(browser, site_server):
+def watched(browser, site_server, built_site):
     pages: list[Watched] = []
 
     def make(**context_args) -> Watched:
-        w = Watched(browser, site_server, **context_args)
+        w = Watched(browser, site_server, built_site.site_url, built_site.site_dir,
+                    **context_args)
         pages.append(w)
         return w
 
@@ -219,6 +233,12 @@ def _check_page(w: Watched, rel: str) -> None:
         ".map(i => i.alt || i.src.slice(0, 60))"
     )
     assert broken == [], f"{rel}: images that did not load: {broken}"
+    # every figure and diagram says what it shows, in the page's language
+    alts = page.evaluate("[...document.querySelectorAll('article img')].map(i => i.alt)")
+    assert all(a.strip() for a in alts), f"{rel}: images without alt text: {alts}"
+    cjk = [bool(re.search(r"[\u4e00-\u9fff]", a)) for a in alts]
+    want_zh = not rel.startswith("en/")
+    assert all(c == want_zh for c in cjk), f"{rel}: alt texts in the other language: {alts}"
     # every formula typeset at build time (MathML), none left as TeX
     untypeset = page.evaluate("[...document.querySelectorAll('.arithmatex')]"
                               ".map(e => e.textContent.slice(0, 40))")
@@ -245,24 +265,38 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
         w.goto(prefix + rel)
         width = w.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{prefix}{rel}: {width}px wide on a 390px screen"
+        # figures and diagrams are scaled to the screen, none wider than the text
+        wide = w.page.evaluate(
+            "[...document.querySelectorAll('article img')].filter(i =>"
+            " i.getBoundingClientRect().right > document.documentElement.clientWidth"
+            " || i.getBoundingClientRect().left < 0).map(i => i.alt.slice(0, 60))")
+        assert wide == [], f"{prefix}{rel}: figures wider than the screen: {wide}"
         name = (prefix + rel).strip("/").replace("/", "_") or "home"
         _shot(w, f"phone-{name}")
     w.check_clean()
 
 
 def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
-    """On a lecture, the copy button of every executed block copies its source."""
+    """On a lecture, the copy button of every executed block copies its source.
+
+    Blocks inside admonitions (the exercises' solutions, folded) count too: they are
+    opened first, and their code is compared without its indentation.
+    """
     import re
+    import textwrap
 
     w = watched(permissions=["clipboard-read", "clipboard-write"])
     rel = "lectures/multihead-transformer-block/"
     source = (ROOT / "docs" / "zh" / (rel.rstrip("/") + ".md")).read_text(encoding="utf-8")
-    blocks = re.findall(r'^```python exec="on"[^\n]*source="[^"]+"[^\n]*\n(.*?)^```',
-                        source, re.M | re.S)
+    found = re.findall(r'^( *)```python exec="on"[^\n]*source="[^"]+"[^\n]*\n(.*?)^\1```',
+                       source, re.M | re.S)
+    blocks = [textwrap.dedent(code) for _, code in found]
     assert blocks
     w.goto(rel)
     buttons = w.page.locator('article button[data-md-type="copy"], article button.md-clipboard')
     buttons.first.wait_for(timeout=15_000)  # Material adds them once its script has run
+    w.page.evaluate("document.querySelectorAll('article details')"
+                    ".forEach(d => { d.open = true; })")  # folded solutions
     copied = []
     for i in range(buttons.count()):
         buttons.nth(i).scroll_into_view_if_needed()
@@ -270,4 +304,46 @@ def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
         copied.append(w.page.evaluate("navigator.clipboard.readText()").strip())
     for code in blocks:
         assert code.strip() in copied, code[:200]
+    w.check_clean()
+
+
+# ---------------------------------------------------------------------------
+# what a reader sees: one table and one figure of each lecture, one notebook
+# ---------------------------------------------------------------------------
+LECTURES = [p for p in PAGES if p.startswith("lectures/")]
+NOTEBOOK = next(p for p in PAGES if p.startswith("notebooks/"))
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_screenshots_of_tables_and_figures_in_both_languages(watched, device: str) -> None:
+    """Element screenshots to test-artifacts/readers/ for a person to look at.
+
+    Each lecture's first table and first figure, and the first notebook's, in zh
+    and en; the zh table's first header cell is Chinese, the en one's is not.
+    """
+    size = {"desktop": {"viewport": {"width": 1280, "height": 900}},
+            "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True}}[device]
+    w = watched(device_scale_factor=1, **size)
+    folder = ARTIFACTS / "readers"
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel in [*LECTURES, NOTEBOOK]:
+        for lang, prefix in (("zh", ""), ("en", "en/")):
+            w.goto(prefix + rel)
+            name = rel.strip("/").split("/")[-1]
+            shots = {"table": "article table", "figure": "article img.llmlab-figure"}
+            for kind, selector in shots.items():
+                element = w.page.locator(selector).first
+                if kind == "figure" and rel == NOTEBOOK and not element.count():
+                    continue
+                element.scroll_into_view_if_needed()
+                if kind == "figure":
+                    element.evaluate("i => i.complete || new Promise(r => i.onload = r)")
+                box = element.bounding_box()
+                assert box and box["width"] > 0, f"{prefix}{rel}: no visible {kind}"
+                element.screenshot(path=str(folder / f"{name}-{kind}-{lang}-{device}.png"))
+            header = w.page.locator("article table th").first.inner_text()
+            if lang == "zh":
+                assert re.search(r"[\u4e00-\u9fff]", header), (rel, header)
+            else:
+                assert not re.search(r"[\u4e00-\u9fff]", header), (rel, header)
     w.check_clean()

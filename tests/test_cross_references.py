@@ -33,7 +33,9 @@ GRAPH = {
     "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
                            "tokenization.md", "training.md"},
     "tokenization.md": {"building-blocks.md", "training.md"},
-    "training.md": {"building-blocks.md", "tokenization.md"},
+    "training.md": {"building-blocks.md", "tokenization.md", "distributed.md"},
+    # builds on the model, its parameter counts and the training step
+    "distributed.md": {"building-blocks.md", "multihead-transformer-block.md", "training.md"},
 }
 
 # (page, section heading that reuses a concept, link target "page#anchor"), per language
@@ -58,6 +60,10 @@ SECTION_LINKS = {
         ("training.md", "数据与训练循环", "tokenization.md#在莎士比亚和唐诗上训练"),
         ("training.md", "采样：从分布到文字", "tokenization.md#空格大小写数字"),
         ("training.md", "KV 缓存", "building-blocks.md#带-rope-的因果多头自注意力"),
+        ("distributed.md", "公式：6N + 12·L·d·T", "building-blocks.md#完整模型"),
+        ("distributed.md", "放大到真实的模型",
+         "multihead-transformer-block.md#参数量每块-12d2--13d"),
+        ("distributed.md", "训练一次要花多少", "building-blocks.md#flops-不等于运行时间"),
     ],
     "en": [
         ("building-blocks.md", "Causal multi-head self-attention with RoPE",
@@ -83,6 +89,11 @@ SECTION_LINKS = {
          "tokenization.md#spaces-case-digits"),
         ("training.md", "The KV cache",
          "building-blocks.md#causal-multi-head-self-attention-with-rope"),
+        ("distributed.md", "The formula: 6N + 12·L·d·T",
+         "building-blocks.md#the-whole-model"),
+        ("distributed.md", "Scaled up to real models",
+         "multihead-transformer-block.md#parameters-12d2--13d-per-block"),
+        ("distributed.md", "What training costs", "building-blocks.md#flops-are-not-runtime"),
     ],
 }
 

@@ -9,7 +9,9 @@ import torch
 
 from llmlab.attention import MultiHeadAttention
 from llmlab.experiments.attention import (
+    RecallAttention,
     run_dropout_demo,
+    run_learned_recall,
     run_scaling_table,
     run_summary_recall,
     sdpa_forward,
@@ -38,6 +40,40 @@ def test_summary_recall_is_deterministic():
     assert a == b
 
 
+def test_learned_recall_is_learned_not_built():
+    small = dict(lengths=(1, 4, 8), d_model=16, vocab_size=10, batch_size=32, lr=2e-2,
+                 trials=200)
+    untrained = run_learned_recall.uncached(steps=0, **small)
+    trained = run_learned_recall.uncached(steps=100, **small)
+    assert trained.lengths == [1, 4, 8] and trained.steps == 100
+    # before training: about chance, weight spread over the positions
+    assert untrained.accuracy[-1] < 0.3 and untrained.target_weight[-1] < 0.3
+    # after: it recalls, by putting its weight on the asked position
+    assert trained.accuracy[-1] > 0.8 and trained.target_weight[-1] > 0.5
+    assert all(0.0 <= w <= 1.0 for w in trained.target_weight)
+    pickle.dumps(trained)
+    again = run_learned_recall.uncached(steps=100, **small)
+    assert again == trained  # seeded
+
+
+def test_recall_attention_sees_the_token_only_through_attention():
+    torch.manual_seed(0)
+    model = RecallAttention(vocab_size=10, d_model=8, context_length=6)
+    x = torch.randint(10, (2, 5))
+    target = torch.tensor([0, 4])
+    logits, weights = model(x, target)
+    assert logits.shape == (2, 10) and weights.shape == (2, 5)
+    # values zeroed: no token can change the answer, so tokens reach the read-out
+    # only through the attention (the question token carries no token)
+    with torch.no_grad():
+        model.attn.W_value.weight.zero_()
+    y = x.clone()
+    y[:, 0] = (y[:, 0] + 1) % 10
+    assert torch.equal(model(x, target)[0], model(y, target)[0])
+    with pytest.raises(ValueError, match="target must lie in"):
+        model(x, torch.tensor([0, 5]))
+
+
 def test_scaling_table_claims():
     r = run_scaling_table.uncached(d_ks=(4, 64, 1024), num_keys=8, trials=300)
     assert r.var_raw[0] < r.var_raw[1] < r.var_raw[2]
@@ -50,7 +86,7 @@ def test_scaling_table_claims():
 
 
 def test_dropout_demo():
-    r = run_dropout_demo.uncached(p=0.5, num_tokens=8, seed=0)
+    r = run_dropout_demo.uncached(p=0.5, seq_len=8, seed=0)
     assert torch.equal(r.eval_output, r.weights)
     assert 0 < r.zeroed_fraction < 1
     assert torch.allclose(r.survivor_ratios, torch.full_like(r.survivor_ratios, 2.0))
@@ -66,7 +102,7 @@ def test_sdpa_forward_matches_module():
 
 
 def test_timing_table_structure():
-    r = time_attention_variants.uncached(batch=1, num_tokens=8, d_model=8, num_heads=2,
+    r = time_attention_variants.uncached(batch=1, seq_len=8, d_model=8, num_heads=2,
                                          min_run_time=0.01)
     assert len(r.names) == len(r.seconds) == 3
     assert all(s > 0 for s in r.seconds)

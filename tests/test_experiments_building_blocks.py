@@ -27,7 +27,7 @@ def test_low_precision_norm():
 
 
 def test_flops_vs_runtime_small():
-    r = bb.run_flops_vs_runtime.uncached(n_tokens=16, d_model=64, d_head=16,
+    r = bb.run_flops_vs_runtime.uncached(seq_len=16, d_model=64, d_head=16,
                                          min_run_time=0.01)
     assert r.ops[0] == "matmul" and set(r.ops) == {"matmul", "RMSNorm", "LayerNorm",
                                                    "softmax", "GELU"}

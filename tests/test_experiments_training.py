@@ -158,7 +158,7 @@ def test_tang_run_counts_poem_lines(tiny_runs):
 
 
 def test_training_run_bad_corpus():
-    with pytest.raises(ValueError, match=r"corpus must be one of shakespeare, tang"):
+    with pytest.raises(ValueError, match=r"corpus must be one of 'shakespeare', 'tang'"):
         exp.run_training_run(corpus="klingon")
 
 

@@ -52,5 +52,5 @@ def test_relu_ffn_matches_formula():
 
 
 def test_ffn_rejects_wrong_input_size():
-    with pytest.raises(ValueError, match="in_features"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., d_model=16\)"):
         SwiGLU(16)(torch.randn(2, 15))

@@ -42,13 +42,14 @@ def test_matches_nn_multihead_attention(causal):
     ref = torch_twin(ours)
     mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
     y_ref, w_ref = ref(x, x, x, attn_mask=mask, average_attn_weights=False)
-    y, w = ours(x, return_attn=True)
+    y, w = ours(x, return_weights=True)
     torch.testing.assert_close(y, y_ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(w, w_ref, atol=1e-6, rtol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_padding_mask_matches_nn_multihead_attention(causal):
+def test_key_mask_matches_nn_multihead_attention(causal):
+    """Our key_mask (True = real token) is ~key_padding_mask (True = padding)."""
     torch.manual_seed(1)
     B, T, D, H = 2, 6, 16, 2
     x = torch.randn(B, T, D)
@@ -59,7 +60,7 @@ def test_padding_mask_matches_nn_multihead_attention(causal):
     y_ref, w_ref = torch_twin(ours)(
         x, x, x, key_padding_mask=pad, attn_mask=mask, average_attn_weights=False
     )
-    y, w = ours(x, pad_mask=pad, return_attn=True)
+    y, w = ours(x, key_mask=~pad, return_weights=True)
     torch.testing.assert_close(y, y_ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(w, w_ref, atol=1e-6, rtol=1e-5)
     assert (w[0, :, :, 4:] == 0).all()
@@ -70,16 +71,16 @@ def test_padding_changes_nothing_for_real_tokens():
     mha = MultiHeadSelfAttention(16, 4, causal=True)
     x = torch.randn(1, 4, 16)
     padded = torch.cat([x, torch.randn(1, 3, 16)], dim=1)
-    pad = torch.tensor([[False] * 4 + [True] * 3])
-    torch.testing.assert_close(mha(padded, pad_mask=pad)[:, :4], mha(x))
+    real = torch.tensor([[True] * 4 + [False] * 3])
+    torch.testing.assert_close(mha(padded, key_mask=real)[:, :4], mha(x))
 
 
 def test_query_with_no_visible_key_gets_zero_weights_not_nan():
     torch.manual_seed(3)
     mha = MultiHeadSelfAttention(8, 2, causal=True)
     x = torch.randn(1, 4, 8, requires_grad=True)
-    pad = torch.tensor([[True, False, False, False]])  # left padding
-    y, w = mha(x, pad_mask=pad, return_attn=True)
+    real = torch.tensor([[False, True, True, True]])  # left padding
+    y, w = mha(x, key_mask=real, return_weights=True)
     assert not torch.isnan(y).any()
     assert (w[0, :, 0] == 0).all()
     torch.testing.assert_close(w[0, :, 1:].sum(-1), torch.ones(2, 3))
@@ -135,7 +136,7 @@ def test_manual_walk_equals_module():
 def test_bidirectional_sees_the_future():
     torch.manual_seed(0)
     mha = MultiHeadSelfAttention(8, 2, causal=False)
-    _, w = mha(torch.randn(1, 4, 8), return_attn=True)
+    _, w = mha(torch.randn(1, 4, 8), return_weights=True)
     above = torch.ones(4, 4, dtype=torch.bool).triu(1)
     assert (w[..., above] > 0).all()
 
@@ -175,7 +176,8 @@ def test_block_param_formula(d_model):
 
 
 def test_tied_output_counted_once():
-    model = TransformerLM(vocab_size=50, d_model=16, n_heads=4, n_layers=2, max_len=8)
+    model = TransformerLM(vocab_size=50, context_length=8, d_model=16, n_layers=2,
+                          n_heads=4)
     assert model.lm_head.weight is model.tok_emb.weight
     config = GPT2Config(
         vocab_size=50, context_length=8, d_model=16, n_layers=2, n_heads=4
@@ -201,7 +203,8 @@ def test_gpt2_small_model_builds_to_the_formula():
 
 def test_lm_forward_and_gradients_flow():
     torch.manual_seed(0)
-    model = TransformerLM(vocab_size=20, d_model=16, n_heads=2, n_layers=2, max_len=10)
+    model = TransformerLM(vocab_size=20, context_length=10, d_model=16, n_layers=2,
+                          n_heads=2)
     idx = torch.randint(0, 20, (3, 10))
     logits = model(idx)
     assert logits.shape == (3, 10, 20)
@@ -212,13 +215,14 @@ def test_lm_forward_and_gradients_flow():
         assert p.grad.abs().sum() > 0, name
 
 
-def test_lm_with_padding_mask():
+def test_lm_with_key_mask():
     torch.manual_seed(0)
-    model = TransformerLM(vocab_size=20, d_model=16, n_heads=2, n_layers=2, max_len=10)
+    model = TransformerLM(vocab_size=20, context_length=10, d_model=16, n_layers=2,
+                          n_heads=2)
     idx = torch.randint(0, 20, (2, 6))
-    pad = torch.zeros(2, 6, dtype=torch.bool)
-    pad[1, 3:] = True
-    logits = model(idx, pad_mask=pad)
+    real = torch.ones(2, 6, dtype=torch.bool)
+    real[1, 3:] = False  # the second sequence is padded after 3 tokens
+    logits = model(idx, key_mask=real)
     torch.testing.assert_close(logits[1, :3], model(idx[1:, :3])[0])
 
 
@@ -240,7 +244,8 @@ def test_dropout_is_off_by_default_and_configurable():
         (lambda: TransformerBlock(10, 3), r"d_model \(10\).*n_heads \(3\)"),
         (lambda: MultiHeadSelfAttention(0, 1), "d_model"),
         (lambda: MultiHeadSelfAttention(8, 2, dropout=1.5), "dropout"),
-        (lambda: TransformerLM(10, 16, 4, 0, 8), "n_layers"),
+        (lambda: TransformerLM(10, 8, 16, 0, 4), "n_layers"),
+        (lambda: GPT2Config(d_model=10, n_heads=3), r"d_model \(10\).*n_heads \(3\)"),
     ],
 )
 def test_constructor_errors(make, match):
@@ -255,23 +260,26 @@ def test_input_errors():
     with pytest.raises(ValueError, match=r"x must have shape.*\(5, 16\)"):
         mha(torch.randn(5, 16))
     x = torch.randn(2, 5, 16)
-    with pytest.raises(ValueError, match=r"pad_mask must .*\(2, 5\).*\(2, 4\)"):
-        mha(x, pad_mask=torch.zeros(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="pad_mask must be a boolean tensor"):
-        mha(x, pad_mask=torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"key_mask must .*\(batch, seq_len\).*\(2, 4\)"):
+        mha(x, key_mask=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="key_mask must be a boolean tensor"):
+        mha(x, key_mask=torch.ones(2, 5))
 
 
 def test_lm_input_errors():
-    model = TransformerLM(vocab_size=20, d_model=16, n_heads=2, n_layers=1, max_len=8)
-    with pytest.raises(ValueError, match=r"seq_len \(9\) is longer than max_len \(8\)"):
+    model = TransformerLM(vocab_size=20, context_length=8, d_model=16, n_layers=1,
+                          n_heads=2)
+    assert model.context_length == 8
+    with pytest.raises(ValueError, match=r"seq_len is 9, expected 1 <= seq_len <= "
+                       r"context_length \(8\)"):
         model(torch.zeros(1, 9, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"token ids must be in \[0, vocab_size=20\)"):
+    with pytest.raises(ValueError, match=r"idx must lie in \[0, 20\) \(vocab_size\)"):
         model(torch.full((1, 4), 20))
-    with pytest.raises(ValueError, match="token ids must be in"):
+    with pytest.raises(ValueError, match="idx must lie in"):
         model(torch.full((1, 4), -1))
-    with pytest.raises(ValueError, match="shape \\(batch, seq_len\\)"):
+    with pytest.raises(ValueError, match="idx must have shape \\(batch, seq_len\\)"):
         model(torch.zeros(4, dtype=torch.long))
-    with pytest.raises(ValueError, match="integer token ids"):
+    with pytest.raises(ValueError, match="idx must be an integer tensor"):
         model(torch.zeros(1, 4))
-    with pytest.raises(ValueError, match="pad_mask must have shape"):
-        model(torch.zeros(1, 4, dtype=torch.long), pad_mask=torch.zeros(1, 3).bool())
+    with pytest.raises(ValueError, match="key_mask must have shape"):
+        model(torch.zeros(1, 4, dtype=torch.long), key_mask=torch.ones(1, 3).bool())

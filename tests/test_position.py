@@ -75,5 +75,5 @@ def test_errors():
         rope(torch.randn(2, 6), torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="seq_len"):
         rope(torch.randn(3, 8), torch.tensor([0, 1]))
-    with pytest.raises(ValueError, match="integers"):
+    with pytest.raises(ValueError, match="token_positions must be an integer tensor"):
         rope(torch.randn(2, 8), torch.tensor([0.0, 1.0]))

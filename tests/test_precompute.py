@@ -119,3 +119,24 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     experiment.write_text(experiment.read_text(encoding="utf-8") + "\n# an edit\n",
                           encoding="utf-8")
     assert jobs() == ["run_dropout_demo"]
+
+
+def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> None:
+    """Two manifests, one cache folder (worktrees, CI jobs): each run's report is
+    kept by its inputs' stamp, so neither run's pages read the other's."""
+    from llmlab.precompute import report_path, stamp
+
+    cache, examples = tmp_path / "cache", tmp_path / "examples"
+    examples.mkdir()
+    manifests = {}
+    for name, p in (("a", 0.25), ("b", 0.5)):
+        manifests[name] = tmp_path / f"{name}.toml"
+        manifests[name].write_text(
+            f'["{name}.md"]\ncalls = ["attention.run_dropout_demo(p={p})"]\n', encoding="utf-8")
+    for name in ("a", "b", "a"):
+        proc = _run(ROOT / "src", cache, manifests[name], examples)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "up to date" in proc.stdout  # b's run did not replace a's report
+    for name in ("a", "b"):
+        report = json.loads(report_path(cache, stamp(manifests[name], examples)).read_text())
+        assert list(report["pages"]) == [f"{name}.md"]

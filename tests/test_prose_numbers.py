@@ -66,22 +66,43 @@ class Output:
 MH = "llmlab.experiments.multihead"
 TK = "llmlab.experiments.tokenization"
 TR = "llmlab.experiments.training"
+DI = "llmlab.experiments.distributed"
 # page -> number as written in the prose -> the guards that keep it true
 GUARDS: dict[str, dict[str, list[object]]] = {
     "lectures/attention-from-scratch.md": {
-        "16": [Assert("run_scaling_table(d_ks=(4, 16, 64, 256, 1024), num_keys=16)")],
+        "16": [Assert("run_scaling_table(d_ks=(4, 16, 64, 256, 1024), num_keys=16)"),
+               Assert("few = run_scaling_table(d_ks=d_ks, num_keys=16)")],
+        "64": [Assert("many = run_scaling_table(d_ks=d_ks, num_keys=64)")],
+        # the hand-built lookup's recall (by construction)
+        "100%": [Assert("assert all(acc == 1.0 for acc in result.attention_accuracy)")],
+        # exercise 3: the float16 scores, its maximum and exp's limits
+        "12": [Assert("for row in ([12.0, 0.0, 0.0, 0.0], [12.0, -100.0, -100.0, -100.0]):")],
+        "100": [Assert("for row in ([12.0, 0.0, 0.0, 0.0], [12.0, -100.0, -100.0, -100.0]):")],
+        "65504": [Assert("assert torch.finfo(half).max == 65504")],
+        "11.09": [Assert("assert round(limit, 2) == 11.09")],
+        "88.7": [Assert("assert round(math.log(torch.finfo(torch.float32).max), 1) == 88.7")],
     },
     "lectures/building-blocks.md": {
         # measured std within 1% of the truncated normal's theory
         "1%": [Assert("assert abs(m / p - 1) < 0.01")],
         "300": [Assert("run_low_precision_norm(d_model=1024, scale=300.0, seed=0)")],
-        "768": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768"),
+        "768": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
                 Assert("assert r.relu_params[i] == r.swiglu_params[i] == 8 * 768**2"),
                 Assert("d = 768")],
-        "512": [Assert("run_flops_vs_runtime(n_tokens=512, d_model=768")],
+        "512": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
+                Attr("llmlab.models.llama:CS336_TINYSTORIES", "d_model", 512)],
         "64": [Default("llmlab.feed_forward:swiglu_hidden_dim", "multiple_of", 64),
                Assert("assert all(f % 64 == 0 for f in r.swiglu_d_ff)")],
         "12": [Assert("block = TransformerBlock(d, 12, swiglu_hidden_dim(d)")],
+        # the two d_ff conventions at d = 512: the preset's field and the library's rule
+        "1344": [Attr("llmlab.models.llama:CS336_TINYSTORIES", "d_ff", 1344),
+                 Assert("assert preset == down == nearest == 1344 and up == 1408")],
+        "1408": [Assert("assert preset == down == nearest == 1344 and up == 1408")],
+        # exercises: what the solutions assert
+        "24": [Assert("assert exact == list(range(24, 4097, 24))")],
+        "1000": [Assert("for _ in range(1000):")],
+        "10000": [Assert("run_rope_check(d_k=64, theta=10_000.0, seq_len=16, seed=0)"),
+                  Assert("for theta in (10_000.0, 100.0):")],
     },
     "lectures/tokenization.md": {
         "5,000": [Assert("run_granularity(num_chars=20_000, heldout_chars=5_000)")],
@@ -115,31 +136,86 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         "67": [Assert('assert case["digits", "long"].tokens == [b"123", b"45", b"67"]')],
         "456": [Assert('assert regex.findall(grouped, "1234567") == ["123", "456", "7"]')],
     },
+    "lectures/distributed.md": {
+        "1,024": [Attr("llmlab.models.gpt2:GPT2_SMALL", "context_length", 1024),
+                  Assert("days = h100 / 1024 / 24")],
+        "10,000": [Attr("llmlab.models.llama:CS336_TINYSTORIES", "vocab_size", 10_000)],
+        "12": [Assert("assert row.with_attention == 6 * row.n_matmul + 12 * L * d * T"),
+               Assert("assert ADAM_STATE_BYTES == 12"),
+               Attr("llmlab.models.gpt2:GPT2_SMALL", "n_layers", 12)],
+        "16": [Assert("assert sum(r.measured_state.values()) == 16 * r.n_parameters"),
+               Assert('assert fp32 == mixed == 16 * row["n_parameters"]')],
+        # published figures, kept with their sources in llmlab.compute (see ALLOWED)
+        "184,320": [Attr("llmlab.compute:LLAMA2_7B_RUN", "gpu_hours", 184_320),
+                    Assert("assert llama.published_gpu_hours == LLAMA2_7B_RUN.gpu_hours "
+                           "== 184_320")],
+        "312": [Attr("llmlab.compute:A100_80GB", "bf16_flops", 312e12),
+                Assert("assert A100_80GB.bf16_flops == 312e12")],
+        "80": [Attr("llmlab.compute:A100_80GB", "memory_bytes", 80 * 10**9)],
+        "32": [Attr("llmlab.models.llama:LLAMA2_7B", "num_layers", 32)],
+        "4096": [Attr("llmlab.models.llama:LLAMA2_7B", "context_length", 4096),
+                 Assert("c, t = LLAMA2_7B, 4096")],
+        "512": [Default(f"{DI}:run_flop_count", "sweep_context_lengths",
+                        (512, 2048, 8192, 32768))],
+        "8,192": [Default(f"{DI}:run_flop_count", "sweep_context_lengths",
+                          (512, 2048, 8192, 32768)),
+                  Assert("assert share[8192] < 0.5 < share[32768]")],
+        "32,768": [Default(f"{DI}:run_flop_count", "sweep_context_lengths",
+                           (512, 2048, 8192, 32768)),
+                   Assert("assert share[8192] < 0.5 < share[32768]")],
+        "40%": [Default(f"{DI}:run_training_cost", "utilisation", 0.4),
+                Assert("llama.utilisation == 0.4"),
+                Assert("assert 0.4 < llama.implied_utilisation < 0.6"),
+                Assert("assert llama.implied_utilisation_6n < 0.4")],
+    },
     "lectures/multihead-transformer-block.md": {
-        "16": [Assert("B, T, D, H = 2, 5, 16, 4")],
+        "16": [Assert("B, T, D, H = 2, 5, 16, 4"),
+               Assert("GPT2Config(d_model=1024, n_layers=24, n_heads=16)")],
         "10": [Default(f"{MH}:run_why_multihead", "vocab_size", 10),
                Default(f"{MH}:run_residual_ablation", "vocab_size", 10)],
         "10%": [Assert("assert result.worst_target(1) < 1.5 * result.chance"),
-                Assert("assert result.accuracy[\"no_residual\"] < 0.2  # chance is 0.10")],
-        "24": [Default(f"{MH}:run_why_multihead", "d_model", 24)],
+                Assert('assert abs(result.accuracy["no_residual"] - result.chance) '
+                       "< 3 * noise")],
+        "24": [Default(f"{MH}:run_why_multihead", "d_model", 24),
+               Assert("GPT2Config(d_model=1024, n_layers=24, n_heads=16)")],
         "12": [Default(f"{MH}:run_why_multihead", "seq_len", 12),
                Attr("llmlab.models.gpt2:GPT2_SMALL", "n_layers", 12),
                Attr("llmlab.models.gpt2:GPT2_SMALL", "n_heads", 12)],
         "600": [Default(f"{MH}:run_why_multihead", "steps", 600),
-                Assert("assert settings == (24, 600, 64, 2000)")],
+                Assert("assert settings == (24, 600, 3e-3, 64, 2000)")],
         "64": [Default(f"{MH}:run_why_multihead", "batch_size", 64)],
         "32": [Default(f"{MH}:run_residual_ablation", "d_model", 32),
                Default(f"{MH}:run_residual_ablation", "batch_size", 32),
-               Assert("assert settings == (8, 32, 200, 32)")],
+               Assert("assert model == (8, 32, 4, 3) and training == (200, 1e-3, 32, 50)")],
         "2000": [Default(f"{MH}:run_why_multihead", "n_eval", 2000)],
         "100%": [Assert("assert all(min(result.target_accuracy(h)) >= 0.99 for h in (3, 6))"),
+                 Assert("assert all(a >= 0.99 for accs in runs for a in accs)"),
+                 Assert("assert right + other > 0.95"),
                  Assert("assert result.collapse[kind] < 0.5 and result.accuracy[kind] > 0.99")],
         "50257": [Attr("llmlab.models.gpt2:GPT2_SMALL", "vocab_size", 50257),
                   Assert("assert total == gpt2_param_count(GPT2_SMALL) == 124_439_808")],
-        "1024": [Attr("llmlab.models.gpt2:GPT2_SMALL", "context_length", 1024)],
+        "124,439,808": [Assert("assert total == gpt2_param_count(GPT2_SMALL) == 124_439_808")],
+        "1024": [Attr("llmlab.models.gpt2:GPT2_SMALL", "context_length", 1024),
+                 Assert("GPT2Config(d_model=1024, n_layers=24, n_heads=16)")],
         "768": [Attr("llmlab.models.gpt2:GPT2_SMALL", "d_model", 768)],
         "200": [Default(f"{MH}:run_residual_ablation", "steps", 200),
-                Assert("assert settings == (8, 32, 200, 32)")],
+                Assert("assert model == (8, 32, 4, 3) and training == (200, 1e-3, 32, 50)")],
+        "50": [Default(f"{MH}:run_residual_ablation", "window", 50),
+               Assert("assert model == (8, 32, 4, 3) and training == (200, 1e-3, 32, 50)")],
+        "0.01": [Assert('assert abs(result.last_loss("no_residual") - math.log(10)) < 0.01')],
+        # GPT-2's initialisation, checked on a TransformerLM
+        "0.02": [Assert('"blocks.0.attn.qkv.weight": 0.02'),
+                 Assert("assert abs(measured / std - 1) < 0.05  # GPT-2's initialisation")],
+        # the coin toss between two tokens, 0.1 + 0.9 × ½; also the dropout of
+        # exercise 4 (and GPT-2's dropout 0.1, a citation)
+        "0.1": [Assert("coin_toss = result.chance + (1 - result.chance) / 2"),
+                Assert("MultiHeadSelfAttention(16, 4, dropout=0.1)")],
+        "0.9": [Assert("coin_toss = result.chance + (1 - result.chance) / 2")],
+        "55%": [Assert("assert abs(coin_toss - 0.55) < 1e-12")],
+        # exercise 1: GPT-2 medium and XL
+        "1600": [Assert("GPT2Config(d_model=1600, n_layers=48, n_heads=25)")],
+        "48": [Assert("GPT2Config(d_model=1600, n_layers=48, n_heads=25)")],
+        "25": [Assert("GPT2Config(d_model=1600, n_layers=48, n_heads=25)")],
     },
     "lectures/training.md": {
         # byte-level, the comparison: the vocabulary is the 256 byte values
@@ -164,19 +240,33 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "2017"): "year (the original Transformer)",
     ("*", "2020"): "year of a citation",
     ("*", "2021"): "year of a citation",
-    ("lectures/attention-from-scratch.md", "64"): "exercise: a num_keys to try",
     ("lectures/building-blocks.md", "65504"): "IEEE fp16 maximum (a constant)",
     ("lectures/building-blocks.md", "65536"): "256² (arithmetic)",
     ("lectures/building-blocks.md", "256"): "the fp16 overflow threshold √65504; "
                                             "also an exercise's multiple_of",
     ("lectures/building-blocks.md", "0.17%"): "citation (Ivanov et al.)",
+    ("lectures/building-blocks.md", "0.1%"): "citation: the seed code's claim",
+    ("lectures/building-blocks.md", "2048"): "citation: the seed code's token count",
+    ("lectures/building-blocks.md", "1024"): "citation: the seed code's d_model; also "
+                                             "exercise 5's d (asserted there)",
     ("lectures/building-blocks.md", "25%"): "citation (Ivanov et al.)",
     ("lectures/building-blocks.md", "4096"): "exercise: Llama 2 7B's d_model",
     ("lectures/building-blocks.md", "100"): "exercise: a scale and a theta to try",
     ("lectures/tokenization.md", "280"): "exercise: a vocab_size to train with",
-    ("lectures/multihead-transformer-block.md", "1024"): "also GPT-2 medium's D (exercise)",
-    ("lectures/multihead-transformer-block.md", "1600"): "exercise: GPT-2 XL's D",
-    ("lectures/multihead-transformer-block.md", "48"): "exercise: GPT-2 XL's layers",
+    ("lectures/distributed.md", "184,320"): "citation (Touvron et al., 2023, Llama 2, "
+                                            "table 2: A100-80GB GPU-hours of the 7B model; "
+                                            "llmlab.compute.LLAMA2_7B_RUN)",
+    ("lectures/distributed.md", "312"): "citation (NVIDIA A100 datasheet: dense BF16 "
+                                        "Tensor Core TFLOP/s; llmlab.compute.A100_80GB)",
+    ("lectures/distributed.md", "46.2%"): "citation (Chowdhery et al., 2022, PaLM, "
+                                          "table 3: the MFU of PaLM 540B)",
+    ("lectures/distributed.md", "64"): "citation (ZeRO, Rajbhandari et al., 2020, "
+                                       "figure 1: its example's 64 GPUs)",
+    ("lectures/distributed.md", "1.5"): "citation (ZeRO, Rajbhandari et al., 2020, "
+                                        "section 7: stage 3 communicates 1.5x DDP)",
+    ("lectures/distributed.md", "25"): "PyTorch's documented default: DDP's "
+                                       "bucket_cap_mb is 25 MiB",
+    ("lectures/distributed.md", "3600"): "seconds in an hour",
     ("lectures/training.md", "2019"): "year of a citation (Loshchilov and Hutter)",
     ("lectures/training.md", "0.001"): "exercise: a temperature to try",
     ("lectures/training.md", "100"): "exercise: a temperature to try",

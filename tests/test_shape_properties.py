@@ -39,9 +39,9 @@ FAST = settings(max_examples=25, deadline=None, derandomize=True)
 
 @st.composite
 def attention_sizes(draw: st.DrawFn) -> dict[str, int]:
-    """batch, T, context_length >= T, d_in, heads and d_out = heads * head_dim."""
+    """batch, T, context_length >= T, d_in, heads and d_out = heads * d_head."""
     heads = draw(st.integers(1, 4))
-    head_dim = draw(st.sampled_from([2, 4]))  # even: RoPE rotates pairs
+    d_head = draw(st.sampled_from([2, 4]))  # even: RoPE rotates pairs
     T = draw(st.integers(1, 8))
     return {
         "batch": draw(st.integers(1, 3)),
@@ -49,8 +49,8 @@ def attention_sizes(draw: st.DrawFn) -> dict[str, int]:
         "context_length": T + draw(st.integers(0, 4)),
         "d_in": draw(st.integers(1, 8)),
         "heads": heads,
-        "head_dim": head_dim,
-        "d_out": heads * head_dim,
+        "d_head": d_head,
+        "d_out": heads * d_head,
         "seed": draw(st.integers(0, 2**16)),
     }
 
@@ -66,9 +66,9 @@ VARIANTS: dict[str, tuple[Build, Callable[[dict[str, int]], int], bool]] = {
                                                   s["context_length"], 0.0),
                         lambda s: s["d_out"], True),
     "MultiHeadAttentionWrapper": (
-        lambda s: MultiHeadAttentionWrapper(s["d_in"], s["head_dim"],
+        lambda s: MultiHeadAttentionWrapper(s["d_in"], s["d_head"],
                                             s["context_length"], 0.0, s["heads"]),
-        lambda s: s["heads"] * s["head_dim"], True),
+        lambda s: s["heads"] * s["d_head"], True),
     "MultiHeadAttention": (
         lambda s: MultiHeadAttention(s["d_in"], s["d_out"], s["context_length"], 0.0,
                                      s["heads"]),
@@ -132,8 +132,8 @@ def test_causal_output_ignores_the_future(name: str, s: dict[str, int],
 def test_scaled_dot_product_attention_shapes(s: dict[str, int], n_keys: int,
                                              d_v: int) -> None:
     lead = (s["batch"], s["heads"])
-    Q = torch.randn(*lead, s["T"], s["head_dim"])
-    K = torch.randn(*lead, n_keys, s["head_dim"])
+    Q = torch.randn(*lead, s["T"], s["d_head"])
+    K = torch.randn(*lead, n_keys, s["d_head"])
     V = torch.randn(*lead, n_keys, d_v)
     assert scaled_dot_product_attention(Q, K, V).shape == (*lead, s["T"], d_v)
 
@@ -145,7 +145,7 @@ def test_functional_attention_with_causal_mask_ignores_the_future(
 ) -> None:
     t = data.draw(st.integers(0, s["T"] - 1), label="t")
     torch.manual_seed(s["seed"])
-    Q, K, V = (torch.randn(s["batch"], s["T"], s["head_dim"]) for _ in range(3))
+    Q, K, V = (torch.randn(s["batch"], s["T"], s["d_head"]) for _ in range(3))
     K2, V2 = K.clone(), V.clone()
     K2[:, t + 1:] += 5.0
     V2[:, t + 1:] -= 5.0

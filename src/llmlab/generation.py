@@ -23,7 +23,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from llmlab.checks import check_finite_float, check_int, check_token_ids
+from llmlab.checks import (
+    check_bool,
+    check_finite_float,
+    check_int,
+    check_token_ids,
+    check_type,
+)
 from llmlab.functional import softmax
 from llmlab.kv_cache import KVCache, LayerKVCache, kv_cache_bytes
 
@@ -141,6 +147,8 @@ def generate(
 
     Taught on: "Training and generating text".
     """
+    _check_model(model)
+    check_bool("use_kv_cache", use_kv_cache)
     ids = _check_generate(prompt, model.vocab_size, max_new_tokens, greedy, temperature,
                           top_k, top_p, eos_token_id, generator)
     device = next(model.parameters()).device
@@ -189,6 +197,18 @@ def _until_eos(ids: list[int], eos_token_id: int | None) -> list[int]:
     if eos_token_id is not None and eos_token_id in ids:
         return ids[: ids.index(eos_token_id) + 1]
     return ids
+
+
+def _check_model(model: nn.Module) -> None:
+    check_type("model", model, nn.Module, expected="a TransformerLM")
+    missing = [a for a in ("vocab_size", "context_length", "layers")
+               if not hasattr(model, a)]
+    if missing:
+        raise TypeError(
+            "model must be a language model with vocab_size, context_length and "
+            f"layers (a llmlab.models.llama.TransformerLM); {type(model).__name__} lacks "
+            f"{', '.join(missing)}"
+        )
 
 
 def _check_sampling(

@@ -4,6 +4,9 @@ Generating text feeds one new token at a time. Its query must attend to every
 earlier key and value, and those never change (attention is causal), so each layer
 keeps them instead of recomputing them from the whole text at every step.
 
+The sizes keep the names of the Llama-style model (CS336's interface) that the cache
+serves: ``num_layers``, ``num_heads`` and ``max_seq_len`` (its ``context_length``).
+
 Taught on: "Training and generating text".
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_int
+from llmlab.checks import check_int, check_tensors
 
 __all__ = ["KVCache", "LayerKVCache", "kv_cache_bytes"]
 
@@ -43,8 +46,22 @@ class LayerKVCache:
         """Append ``k``, ``v`` ``(..., h, T, d_head)``; return all keys and values.
 
         Raises:
-            ValueError: The cache would grow past ``max_seq_len``.
+            TypeError: ``k`` or ``v`` is not a tensor.
+            ValueError: The cache would grow past ``max_seq_len``; ``k`` and ``v``
+                differ in shape, or from what is cached, apart from ``T``.
         """
+        check_tensors(k=(k, "... h seq_len d_head", "float"),
+                      v=(v, "... h seq_len d_head", "float"))
+        if k.shape != v.shape:
+            raise ValueError(f"k and v must have one shape, got {tuple(k.shape)} and "
+                             f"{tuple(v.shape)}")
+        if self.keys is not None and (
+            k.shape[:-2] != self.keys.shape[:-2] or k.shape[-1] != self.keys.shape[-1]
+        ):
+            raise ValueError(
+                f"k of shape {tuple(k.shape)} does not continue the cached keys of "
+                f"shape {tuple(self.keys.shape)} (only seq_len, dim -2, may differ)"
+            )
         if self.seq_len + k.shape[-2] > self.max_seq_len:
             raise ValueError(
                 f"kv_cache holds {self.seq_len} tokens; adding {k.shape[-2]} would "

@@ -3,6 +3,10 @@
 Modern LLMs (Llama, PaLM, Qwen, ...) drop the bias of every projection: it saves a
 little memory traffic, and several teams report steadier training without it.
 
+The interface is CS336 assignment 1's, so its names stay: ``Linear(in_features,
+out_features)`` with ``weight`` ``(out_features, in_features)``, ``Embedding(
+num_embeddings, embedding_dim)``; state dicts load from code written against it.
+
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
 
@@ -14,6 +18,8 @@ import torch
 from einops import einsum
 from torch import Tensor, nn
 
+from llmlab.checks import check_finite_float, check_int, check_tensor
+
 __all__ = ["Embedding", "Linear", "trunc_normal_std"]
 
 
@@ -24,7 +30,13 @@ def trunc_normal_std(std: float, cut: float = 3.0) -> float:
         \sigma_\text{trunc} = \sigma \sqrt{1 - \frac{2c\,\varphi(c)}{2\Phi(c) - 1}}
 
     Truncation removes the tails, so the samples spread a little less than ``std``.
+
+    Args:
+        std: The untruncated standard deviation, ``> 0``.
+        cut: Where to truncate, in units of ``std``, ``> 0``.
     """
+    check_finite_float("std", std, minimum=0.0, open_min=True)
+    check_finite_float("cut", cut, minimum=0.0, open_min=True)
     phi = math.exp(-0.5 * cut * cut) / math.sqrt(2 * math.pi)  # density at the cut
     mass = math.erf(cut / math.sqrt(2))  # P(|z| < cut) = 2Φ(c) − 1
     return std * math.sqrt(1 - 2 * cut * phi / mass)
@@ -52,13 +64,8 @@ class Linear(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if in_features < 1 or out_features < 1:
-            raise ValueError(
-                f"in_features ({in_features}) and out_features ({out_features}) "
-                "must be positive"
-            )
-        self.in_features = in_features
-        self.out_features = out_features
+        self.in_features = check_int("in_features", in_features)
+        self.out_features = check_int("out_features", out_features)
         std = math.sqrt(2.0 / (in_features + out_features))
         weight = torch.empty(out_features, in_features, device=device, dtype=dtype)
         nn.init.trunc_normal_(weight, mean=0.0, std=std, a=-3 * std, b=3 * std)
@@ -66,13 +73,8 @@ class Linear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``(..., in_features)`` -> ``(..., out_features)``."""
-        if x.ndim == 0 or x.shape[-1] != self.in_features:
-            raise ValueError(
-                f"x must end in in_features ({self.in_features}), "
-                f"got shape {tuple(x.shape)}"
-            )
-        if not x.dtype.is_floating_point:
-            raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
+        check_tensor("x", x, "... in_features", like=self.weight,
+                     in_features=self.in_features)
         return einsum(x, self.weight, "... d_in, d_out d_in -> ... d_out")
 
     def extra_repr(self) -> str:
@@ -101,28 +103,16 @@ class Embedding(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if num_embeddings < 1 or embedding_dim < 1:
-            raise ValueError(
-                f"num_embeddings ({num_embeddings}) and embedding_dim "
-                f"({embedding_dim}) must be positive"
-            )
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
+        self.num_embeddings = check_int("num_embeddings", num_embeddings)
+        self.embedding_dim = check_int("embedding_dim", embedding_dim)
         weight = torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
         nn.init.trunc_normal_(weight, mean=0.0, std=1.0, a=-3.0, b=3.0)
         self.weight = nn.Parameter(weight)
 
     def forward(self, token_ids: Tensor) -> Tensor:
-        """Integer ``(...)`` -> ``(..., embedding_dim)``."""
-        if token_ids.dtype.is_floating_point or token_ids.dtype == torch.bool:
-            raise ValueError(f"token_ids must be integers, got dtype {token_ids.dtype}")
-        if token_ids.numel() and token_ids.device.type != "meta":
-            low, high = int(token_ids.min()), int(token_ids.max())
-            if low < 0 or high >= self.num_embeddings:
-                raise ValueError(
-                    f"token_ids must lie in [0, {self.num_embeddings}) "
-                    f"(num_embeddings), got values from {low} to {high}"
-                )
+        """Integer ``(...)`` in ``[0, num_embeddings)`` -> ``(..., embedding_dim)``."""
+        check_tensor("token_ids", token_ids, "...", "index:num_embeddings",
+                     device=self.weight.device, num_embeddings=self.num_embeddings)
         return self.weight[token_ids]  # (..., embedding_dim)
 
     def extra_repr(self) -> str:

@@ -13,6 +13,8 @@ searched for: it propagates to the output of its own row, as in ``nn.LayerNorm``
 and ``nn.RMSNorm`` (a scan would cost a device sync on every call, and the NaN in
 the output is the signal). A NaN or negative ``eps`` is refused at construction.
 
+``RMSNorm(d_model, eps, device, dtype)`` is CS336 assignment 1's interface.
+
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
 
@@ -21,27 +23,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from llmlab.checks import check_bool, check_finite_float, check_int, check_tensors
+
 __all__ = ["LayerNorm", "RMSNorm", "rms_norm"]
-
-
-def _check_last_dim(x: Tensor, d_model: int) -> None:
-    if x.ndim == 0 or x.shape[-1] != d_model:
-        raise ValueError(
-            f"x must end in d_model ({d_model}), got shape {tuple(x.shape)}"
-        )
-    _check_float(x)
-
-
-def _check_float(x: Tensor) -> None:
-    # An integer tensor has no meaningful mean or RMS to divide by.
-    if not x.dtype.is_floating_point:
-        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-
-
-def _check_eps(eps: float) -> None:
-    # NaN fails both comparisons, so a NaN eps is refused too.
-    if not (isinstance(eps, (int, float)) and 0.0 <= eps < float("inf")):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
 
 
 def rms_norm(
@@ -50,8 +34,8 @@ def rms_norm(
     """Functional RMSNorm over the last dimension.
 
     Args:
-        x: ``(..., d_model)``.
-        weight: Optional gain ``(d_model,)``.
+        x: Floating point ``(..., d_model)``.
+        weight: Optional gain ``(d_model,)``, on ``x``'s device.
         eps: Added to the mean square before the square root.
         upcast: Compute in float32 (the safe way). ``False`` computes in ``x.dtype``,
             which the lecture uses to show the fp16 overflow.
@@ -59,15 +43,15 @@ def rms_norm(
     Returns:
         A tensor of the shape and dtype of ``x``.
     """
-    if x.ndim == 0:
-        raise ValueError("x must have at least one dimension (..., d_model), got 0-d")
-    _check_float(x)
-    _check_eps(eps)
-    if weight is not None and tuple(weight.shape) != (x.shape[-1],):
-        raise ValueError(
-            f"weight must have shape (d_model,) = ({x.shape[-1]},), "
-            f"got {tuple(weight.shape)}"
-        )
+    check_tensors(x=(x, "... d_model", "float"), weight=(weight, "d_model", "float?"),
+                  same_dtype=False)  # both are computed in float32 (with upcast)
+    check_finite_float("eps", eps, minimum=0.0)
+    check_bool("upcast", upcast)
+    return _rms_norm(x, weight, eps, upcast)
+
+
+def _rms_norm(x: Tensor, weight: Tensor | None, eps: float, upcast: bool) -> Tensor:
+    """:func:`rms_norm` on checked arguments."""
     in_dtype = x.dtype
     if upcast:
         x = x.float()
@@ -98,17 +82,15 @@ class RMSNorm(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be positive, got {d_model}")
-        _check_eps(eps)
-        self.d_model = d_model
-        self.eps = eps
+        self.d_model = check_int("d_model", d_model)
+        self.eps = check_finite_float("eps", eps, minimum=0.0)
         self.weight = nn.Parameter(torch.ones(d_model, device=device, dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         """``(..., d_model)`` -> same shape and dtype, computed in float32."""
-        _check_last_dim(x, self.d_model)
-        return rms_norm(x, self.weight, self.eps, upcast=True)
+        check_tensors(x=(x, "... d_model", "float"), device=self.weight.device,
+                      sizes=dict(d_model=self.d_model))
+        return _rms_norm(x, self.weight, self.eps, upcast=True)
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
@@ -137,17 +119,15 @@ class LayerNorm(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be positive, got {d_model}")
-        _check_eps(eps)
-        self.d_model = d_model
-        self.eps = eps
+        self.d_model = check_int("d_model", d_model)
+        self.eps = check_finite_float("eps", eps, minimum=0.0)
         self.weight = nn.Parameter(torch.ones(d_model, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(d_model, device=device, dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         """``(..., d_model)`` -> same shape and dtype, computed in float32."""
-        _check_last_dim(x, self.d_model)
+        check_tensors(x=(x, "... d_model", "float"), device=self.weight.device,
+                      sizes=dict(d_model=self.d_model))
         in_dtype = x.dtype
         x = x.float()
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from torch import nn
 
+from llmlab.checks import check_bool, check_type
+
 __all__ = ["count_parameters"]
 
 
@@ -21,8 +23,8 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
         module: Any ``nn.Module``.
         trainable_only: Count only parameters with ``requires_grad``.
     """
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    check_type("module", module, nn.Module, expected="a torch.nn.Module")
+    check_bool("trainable_only", trainable_only)
     return sum(
         p.numel() for p in module.parameters() if p.requires_grad or not trainable_only
     )

@@ -11,6 +11,10 @@ the angle ``m·θ_k`` with ``θ_k = Θ^{-2k/d_k}``:
 
 Rotations compose, so ``⟨R_m q, R_n k⟩ = ⟨q, R_{n-m} k⟩`` depends on ``m − n`` only.
 
+``RotaryPositionalEmbedding(theta, d_k, max_seq_len)`` is CS336 assignment 1's
+interface, so it keeps its names: ``d_k`` is a head's width (``d_head`` elsewhere in
+the library) and ``max_seq_len`` the longest sequence (``context_length``).
+
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
 
@@ -20,35 +24,24 @@ import torch
 from einops import rearrange
 from torch import Tensor, nn
 
+from llmlab.checks import check_finite_float, check_int, check_tensors
+
 __all__ = ["RotaryPositionalEmbedding", "rope_complex", "rope_frequencies"]
 
 
-def _check_d_k(d_k: int) -> None:
-    if d_k < 2 or d_k % 2:
+def _check_d_k(d_k: int) -> int:
+    check_int("d_k", d_k)
+    if d_k % 2:
         raise ValueError(f"d_k must be even and positive for RoPE's pairs, got {d_k}")
+    return d_k
 
 
 def rope_frequencies(theta: float, d_k: int) -> Tensor:
     """Angular frequencies ``θ_k = theta^(-2k/d_k)``, ``k = 0..d_k/2-1``, float64."""
+    check_finite_float("theta", theta, minimum=0.0, open_min=True)
     _check_d_k(d_k)
-    if not 0 < theta < float("inf"):  # NaN fails the comparison too
-        raise ValueError(f"theta must be a finite positive number, got {theta}")
     k = torch.arange(d_k // 2, dtype=torch.float64)
     return theta ** (-2 * k / d_k)  # (d_k/2,)
-
-
-def _check_positions(token_positions: Tensor, max_seq_len: int | None) -> None:
-    if token_positions.dtype.is_floating_point or token_positions.dtype == torch.bool:
-        raise ValueError(
-            f"token_positions must be integers, got dtype {token_positions.dtype}"
-        )
-    if token_positions.numel() and token_positions.device.type != "meta":
-        low, high = int(token_positions.min()), int(token_positions.max())
-        if low < 0 or (max_seq_len is not None and high >= max_seq_len):
-            raise ValueError(
-                f"token_positions must lie in [0, {max_seq_len}) (max_seq_len), "
-                f"got values from {low} to {high}"
-            )
 
 
 class RotaryPositionalEmbedding(nn.Module):
@@ -71,11 +64,9 @@ class RotaryPositionalEmbedding(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        _check_d_k(d_k)
-        if max_seq_len < 1:
-            raise ValueError(f"max_seq_len must be positive, got {max_seq_len}")
-        self.theta, self.d_k, self.max_seq_len = theta, d_k, max_seq_len
-        freqs = rope_frequencies(theta, d_k)  # (d_k/2,)
+        self.max_seq_len = check_int("max_seq_len", max_seq_len)
+        freqs = rope_frequencies(theta, d_k)  # (d_k/2,), checks theta and d_k
+        self.theta, self.d_k = float(theta), d_k
         positions = torch.arange(max_seq_len, dtype=torch.float64)
         angles = torch.outer(positions, freqs)  # (max_seq_len, d_k/2): m·θ_k
         self.register_buffer("cos", angles.cos().float().to(device), persistent=False)
@@ -84,19 +75,14 @@ class RotaryPositionalEmbedding(nn.Module):
     def forward(self, x: Tensor, token_positions: Tensor) -> Tensor:
         """Rotate ``x`` ``(..., seq_len, d_k)`` by its positions ``(..., seq_len)``.
 
-        ``token_positions`` broadcasts against ``x``'s leading dims (e.g. ``(seq_len,)``
-        for a whole batch). Returns ``x``'s shape and dtype.
+        ``token_positions``, integers in ``[0, max_seq_len)``, broadcasts against
+        ``x``'s leading dims (e.g. ``(seq_len,)`` for a whole batch). Returns ``x``'s
+        shape and dtype.
         """
-        if x.ndim < 2 or x.shape[-1] != self.d_k:
-            raise ValueError(
-                f"x must be (..., seq_len, d_k={self.d_k}), got shape {tuple(x.shape)}"
-            )
-        if token_positions.ndim == 0 or token_positions.shape[-1] != x.shape[-2]:
-            raise ValueError(
-                f"token_positions must end in seq_len ({x.shape[-2]}), "
-                f"got shape {tuple(token_positions.shape)}"
-            )
-        _check_positions(token_positions, self.max_seq_len)
+        positions = (token_positions, "... seq_len", "index:max_seq_len")
+        check_tensors(x=(x, "... seq_len d_k", "float"), token_positions=positions,
+                      device=self.cos.device,
+                      sizes=dict(d_k=self.d_k, max_seq_len=self.max_seq_len))
         cos = self.cos[token_positions]  # (..., seq_len, d_k/2)
         sin = self.sin[token_positions]  # (..., seq_len, d_k/2)
         pairs = rearrange(x, "... (k two) -> ... k two", two=2)
@@ -111,19 +97,13 @@ class RotaryPositionalEmbedding(nn.Module):
 def rope_complex(x: Tensor, token_positions: Tensor, theta: float) -> Tensor:
     """Reference RoPE with complex numbers: ``(x_2k + i·x_2k+1) · e^{i·m·θ_k}``.
 
-    Computed in float64; returns ``x``'s shape and dtype. ``x`` is ``(..., seq, d_k)``,
-    ``token_positions`` ``(..., seq)``.
+    Computed in float64; returns ``x``'s shape and dtype. ``x`` is floating point
+    ``(..., seq_len, d_k)`` with an even ``d_k``, ``token_positions`` integers
+    ``>= 0`` of shape ``(..., seq_len)``.
     """
-    if x.ndim < 2:
-        raise ValueError(f"x must be (..., seq_len, d_k), got shape {tuple(x.shape)}")
-    d_k = x.shape[-1]
-    freqs = rope_frequencies(theta, d_k).to(x.device)  # (d_k/2,)
-    if token_positions.ndim == 0 or token_positions.shape[-1] != x.shape[-2]:
-        raise ValueError(
-            f"token_positions must end in seq_len ({x.shape[-2]}), "
-            f"got shape {tuple(token_positions.shape)}"
-        )
-    _check_positions(token_positions, None)
+    check_tensors(x=(x, "... seq_len d_k", "float"),
+                  token_positions=(token_positions, "... seq_len", "index:max_seq_len"))
+    freqs = rope_frequencies(theta, x.shape[-1]).to(x.device)  # (d_k/2,)
     angles = token_positions.to(torch.float64)[..., None] * freqs  # (..., seq, d_k/2)
     rotor = torch.polar(torch.ones_like(angles), angles)  # e^{i m θ_k}
     z = torch.view_as_complex(

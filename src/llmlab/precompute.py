@@ -15,7 +15,7 @@ left alone) once, in IPython, in a fresh process each, and writes, per language,
 site's pages read the results from the cache; a call that is not in the
 manifest misses there and fails the build. A run whose inputs (``llmlab``'s
 source, the manifest, the notebooks, the versions) have not changed since the
-last successful one does nothing (:func:`stamp`).
+last successful one does nothing (:func:`stamp`, :func:`report_path`).
 
 Taught on: the home page ("How the numbers are made").
 """
@@ -43,11 +43,16 @@ from typing import Any
 
 from llmlab import cache
 
-__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "notebooks", "split_notebook",
-           "stamp"]
+__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "notebooks", "report_path",
+           "split_notebook", "stamp"]
 
 LANGUAGES = ("zh", "en")
-REPORT = "precompute.json"
+REPORT = "precompute.json"  # the latest run's report; each run's is also kept by its stamp
+
+
+def report_path(folder: str | Path, stamp: str) -> Path:
+    """Where the run with inputs ``stamp`` keeps its report (checkouts may share a cache)."""
+    return Path(folder) / "precompute" / f"{stamp[:32]}.json"
 
 
 @dataclass(frozen=True)
@@ -327,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = cache.cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     current = stamp(args.manifest, args.examples)
-    previous = folder / REPORT
-    if previous.is_file() and json.loads(previous.read_text("utf-8")).get("stamp") == current:
+    if report_path(folder, current).is_file():
         print("precompute: up to date")
         return 0
     start, cpu = time.perf_counter(), time.process_time()
@@ -347,9 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     report = {"stamp": current, "wall_seconds": time.perf_counter() - start,
               "main_cpu_seconds": time.process_time() - cpu, "workers": args.workers,
               "jobs": done, "notebooks": notebooks, "pages": pages}
-    tmp = previous.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(previous)
+    report_path(folder, current).parent.mkdir(exist_ok=True)
+    for path in (folder / REPORT, report_path(folder, current)):
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
     print(f"precompute: {len(done)} results, {len(notebooks)} notebooks in "
           f"{report['wall_seconds']:.1f} s")
     return 0

@@ -79,6 +79,9 @@ def build_info(device: str = "cpu") -> BuildInfo:
     """
     import torch  # here, not at the top: git_commit() alone must stay light
 
+    if not isinstance(device, str) or not device:
+        raise TypeError(f"device must be a non-empty str such as 'cpu', got {device!r}")
+
     return BuildInfo(
         llmlab_version=__version__,
         git_commit=git_commit(),

@@ -14,6 +14,15 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from llmlab.checks import (
+    check_finite_float,
+    check_int,
+    check_reduction,
+    check_str,
+    check_tensor,
+    check_tensors,
+    check_type,
+)
 from llmlab.functional import causal_mask, softmax
 
 __all__ = [
@@ -32,13 +41,7 @@ __all__ = [
 
 
 def _check_query_keys(query: Tensor, keys: Tensor) -> None:
-    if query.ndim != 1:
-        raise ValueError(f"query must be 1-D (d,), got shape {tuple(query.shape)}")
-    if keys.ndim != 2 or keys.shape[-1] != query.shape[0]:
-        raise ValueError(
-            f"keys must be 2-D (num_tokens, {query.shape[0]}), "
-            f"got shape {tuple(keys.shape)}"
-        )
+    check_tensors(query=(query, "d", "float"), keys=(keys, "seq_len d", "float"))
 
 
 def toy_embeddings(words: list[str], dim: int = 3, seed: int = 0) -> Tensor:
@@ -55,10 +58,13 @@ def toy_embeddings(words: list[str], dim: int = 3, seed: int = 0) -> Tensor:
     Returns:
         ``(len(words), dim)``.
     """
+    check_type("words", words, (list, tuple), expected="a list of str")
     if not words:
         raise ValueError("words must hold at least one token, got an empty list")
-    if dim < 1:
-        raise ValueError(f"dim must be at least 1, got {dim}")
+    for i, word in enumerate(words):
+        check_str(f"words[{i}]", word)
+    check_int("dim", dim)
+    check_int("seed", seed, minimum=0)
     generator = torch.Generator().manual_seed(seed)
     return torch.rand(len(words), dim, generator=generator)
 
@@ -67,11 +73,11 @@ def dot_scores_loop(query: Tensor, keys: Tensor) -> Tensor:
     """Scores of one query against each key, multiply-and-add by hand.
 
     Args:
-        query: ``(d,)``.
-        keys: ``(num_tokens, d)``.
+        query: Floating point ``(d,)``.
+        keys: ``(seq_len, d)``, the dtype of ``query``.
 
     Returns:
-        ``(num_tokens,)``: ``scores[j] = sum_i query[i] * keys[j, i]``.
+        ``(seq_len,)``: ``scores[j] = sum_i query[i] * keys[j, i]``.
     """
     _check_query_keys(query, keys)
     scores = torch.empty(keys.shape[0], dtype=query.dtype)
@@ -92,7 +98,7 @@ def dot_scores_torch_dot(query: Tensor, keys: Tensor) -> Tensor:
 def dot_scores_matmul(query: Tensor, keys: Tensor) -> Tensor:
     """The same scores as one matrix-vector product ``keys @ query``."""
     _check_query_keys(query, keys)
-    return keys @ query  # (num_tokens,)
+    return keys @ query  # (seq_len,)
 
 
 def cosine_similarity(query: Tensor, keys: Tensor) -> Tensor:
@@ -108,6 +114,7 @@ def cosine_similarity(query: Tensor, keys: Tensor) -> Tensor:
 
 def sum_normalise(scores: Tensor, dim: int = -1) -> Tensor:
     """Divide by the sum: weights sum to 1 but may be negative (or blow up)."""
+    dim = check_reduction("scores", scores, dim)
     return scores / scores.sum(dim=dim, keepdim=True)
 
 
@@ -116,6 +123,7 @@ def softmax_naive(scores: Tensor, dim: int = -1) -> Tensor:
 
     Kept to show why :func:`llmlab.functional.softmax` subtracts the maximum.
     """
+    dim = check_reduction("scores", scores, dim)
     exp = scores.exp()
     return exp / exp.sum(dim=dim, keepdim=True)
 
@@ -132,17 +140,13 @@ def simple_self_attention(x: Tensor) -> SimpleAttention:
     """Self-attention with no trainable weights: the inputs are Q, K and V.
 
     Args:
-        x: ``(num_tokens, d)`` or ``(batch, num_tokens, d)``.
+        x: Floating point ``(seq_len, d)`` or ``(batch, seq_len, d)``.
 
     Returns:
         ``(scores, weights, context)``: scores and weights ``(..., T, T)``
         (weights rows sum to 1), context ``(..., T, d)``.
     """
-    if x.ndim not in (2, 3):
-        raise ValueError(
-            "x must be (num_tokens, d) or (batch, num_tokens, d), "
-            f"got shape {tuple(x.shape)}"
-        )
+    check_tensor("x", x, ("seq_len d", "batch seq_len d"), "float")
     scores = x @ x.transpose(-2, -1)  # (..., T, T): every token against every token
     weights = softmax(scores, dim=-1)  # (..., T, T), rows sum to 1
     context = weights @ x  # (..., T, d): weighted sum of the inputs
@@ -153,14 +157,15 @@ def causal_weights_renormalised(scores: Tensor, scale: float | None = None) -> T
     """Causal weights, way 1: softmax, zero the future, divide by the row sums.
 
     Args:
-        scores: ``(..., T, T)`` raw scores.
-        scale: Divide the scores by this before the softmax (default ``1``).
+        scores: Floating point ``(..., T, T)`` raw scores.
+        scale: Divide the scores by this (``> 0``) before the softmax; ``None``
+            divides by nothing.
 
     Returns:
         ``(..., T, T)`` weights, zero above the diagonal, rows summing to 1.
     """
-    _check_square(scores)
-    scaled = scores / (scale or 1.0)
+    _check_causal(scores, scale)
+    scaled = scores if scale is None else scores / scale
     weights = softmax(scaled, dim=-1)  # (..., T, T), the future included
     allowed = causal_mask(scores.shape[-1], device=scores.device)  # (T, T) bool
     kept = weights * allowed  # the future set to 0; rows now sum to < 1
@@ -172,15 +177,13 @@ def causal_weights_masked(scores: Tensor, scale: float | None = None) -> Tensor:
 
     Same arguments and result as :func:`causal_weights_renormalised`.
     """
-    _check_square(scores)
+    _check_causal(scores, scale)
     allowed = causal_mask(scores.shape[-1], device=scores.device)  # (T, T) bool
     masked = scores.masked_fill(~allowed, -math.inf)  # exp(-inf) = 0
-    return softmax(masked / (scale or 1.0), dim=-1)
+    return softmax(masked if scale is None else masked / scale, dim=-1)
 
 
-def _check_square(scores: Tensor) -> None:
-    if scores.ndim < 2 or scores.shape[-1] != scores.shape[-2]:
-        raise ValueError(
-            "scores must be (..., T, T) with T queries and T keys, "
-            f"got {tuple(scores.shape)}"
-        )
+def _check_causal(scores: Tensor, scale: float | None) -> None:
+    check_tensor("scores", scores, "... seq_len seq_len", "float")
+    if scale is not None:
+        check_finite_float("scale", scale, minimum=0.0, open_min=True)

@@ -10,6 +10,8 @@ import inspect
 import textwrap
 from typing import Any
 
+from llmlab.checks import check_str
+
 __all__ = ["source_markdown"]
 
 
@@ -37,7 +39,19 @@ def source_markdown(
 
     Returns:
         Markdown text.
+
+    Raises:
+        TypeError: ``obj`` or ``previous`` is not a class or function, or ``title``
+            not a str.
     """
+    for name, value in (("obj", obj), ("previous", previous)):
+        if value is not None and not (inspect.isclass(value) or inspect.isroutine(value)):
+            raise TypeError(f"{name} must be a class or a function, got "
+                            f"{type(value).__name__}")
+    if obj is None:
+        raise TypeError("obj must be a class or a function, got NoneType")
+    if title is not None:
+        check_str("title", title)
     lines = textwrap.dedent(inspect.getsource(obj)).rstrip("\n").splitlines()
     options = []
     if title:

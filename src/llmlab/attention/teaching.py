@@ -5,8 +5,15 @@
 ``MultiHeadAttentionWrapper`` (a list of heads) -> ``MultiHeadAttention``
 (one projection split into heads, then an output projection).
 
-Class names and constructor signatures follow the study notes the lecture is
-based on; every module takes ``x`` of shape `(batch, num_tokens, d_in)`.
+Class names, constructor signatures (``d_in, d_out, context_length, dropout,
+num_heads, qkv_bias``) and the ``mask`` buffer follow the study notes the lecture is
+based on, so a reader can put the two side by side; every module takes ``x`` of
+shape `(batch, seq_len, d_in)`.
+
+The ``mask`` buffer keeps the notes' convention: **True marks a future position**,
+one that a query must *not* see (it is filled with ``-inf``). The rest of the
+library uses the opposite, PyTorch's: True = "may attend" (see
+:func:`llmlab.functional.causal_mask`, which builds both: ``mask`` is its negation).
 
 Taught on: "Self-attention from scratch".
 """
@@ -18,6 +25,14 @@ import math
 import torch
 from torch import Tensor, nn
 
+from llmlab.checks import (
+    check_bool,
+    check_divisible,
+    check_dropout,
+    check_int,
+    check_tensor,
+    check_type,
+)
 from llmlab.functional import causal_mask, softmax
 
 __all__ = [
@@ -33,41 +48,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------
-# argument checks shared by every variant
-# ---------------------------------------------------------------------------
-def _check_dims(**dims: int) -> None:
-    for name, value in dims.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _check_dropout(dropout: float) -> None:
-    if not 0.0 <= float(dropout) <= 1.0:
-        raise ValueError(f"dropout must be a probability in [0, 1], got {dropout}")
-
-
-def _check_input(x: Tensor, d_in: int, context_length: int | None = None) -> None:
-    if x.ndim != 3:
-        raise ValueError(
-            f"x must have shape (batch, num_tokens, d_in={d_in}), "
-            f"got {x.ndim}-D shape {tuple(x.shape)}"
-        )
-    if x.shape[-1] != d_in:
-        raise ValueError(
-            f"x has {x.shape[-1]} features in its last dim, expected d_in={d_in}"
-        )
-    if x.shape[1] == 0:
-        raise ValueError("x has num_tokens=0; expected at least 1 token")
-    if not x.dtype.is_floating_point:
-        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-    if context_length is not None and x.shape[1] > context_length:
-        raise ValueError(
-            f"x has num_tokens={x.shape[1]}, more than context_length={context_length} "
-            "(the causal mask was built for at most context_length tokens)"
-        )
-
-
-# ---------------------------------------------------------------------------
 # 1. trainable Q, K, V as raw parameter matrices
 # ---------------------------------------------------------------------------
 class SelfAttentionV1(nn.Module):
@@ -80,15 +60,14 @@ class SelfAttentionV1(nn.Module):
 
     def __init__(self, d_in: int, d_out: int) -> None:
         super().__init__()
-        _check_dims(d_in=d_in, d_out=d_out)
-        self.d_in, self.d_out = d_in, d_out
+        self.d_in, self.d_out = check_int("d_in", d_in), check_int("d_out", d_out)
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: Tensor) -> Tensor:
-        """`(batch, num_tokens, d_in)` -> `(batch, num_tokens, d_out)`."""
-        _check_input(x, self.d_in)
+        """`(batch, seq_len, d_in)` -> `(batch, seq_len, d_out)`."""
+        check_tensor("x", x, "batch seq_len d_in", like=self.W_query, d_in=self.d_in)
         queries = x @ self.W_query  # (B, T, d_out)
         keys = x @ self.W_key  # (B, T, d_out)
         values = x @ self.W_value  # (B, T, d_out)
@@ -112,15 +91,16 @@ class SelfAttentionV2(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
-        _check_dims(d_in=d_in, d_out=d_out)
-        self.d_in, self.d_out = d_in, d_out
+        self.d_in, self.d_out = check_int("d_in", d_in), check_int("d_out", d_out)
+        check_bool("qkv_bias", qkv_bias)
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        """`(batch, num_tokens, d_in)` -> `(batch, num_tokens, d_out)`."""
-        _check_input(x, self.d_in)
+        """`(batch, seq_len, d_in)` -> `(batch, seq_len, d_out)`."""
+        check_tensor("x", x, "batch seq_len d_in", like=self.W_query.weight,
+                     d_in=self.d_in)
         queries = self.W_query(x)  # (B, T, d_out)
         keys = self.W_key(x)  # (B, T, d_out)
         values = self.W_value(x)  # (B, T, d_out)
@@ -136,6 +116,8 @@ def copy_v2_into_v1(v1: SelfAttentionV1, v2: SelfAttentionV2) -> SelfAttentionV1
     ``nn.Linear`` computes ``x @ W.T`` with ``W`` of shape ``(d_out, d_in)``;
     V1 computes ``x @ W`` with ``W`` of shape ``(d_in, d_out)``.
     """
+    check_type("v1", v1, SelfAttentionV1)
+    check_type("v2", v2, SelfAttentionV2)
     if (v1.d_in, v1.d_out) != (v2.d_in, v2.d_out):
         raise ValueError(
             f"v1 is (d_in={v1.d_in}, d_out={v1.d_out}) but v2 is "
@@ -155,7 +137,8 @@ class CausalAttention(nn.Module):
     """Single-head causal self-attention with dropout on the attention weights.
 
     The mask is a buffer: it is not trained, yet it moves with ``.to()`` and
-    is saved in the ``state_dict`` with the parameters.
+    is saved in the ``state_dict`` with the parameters. As in the notes it is
+    True above the diagonal, at the future positions a query must not see.
 
     Taught on: "Self-attention from scratch".
     """
@@ -171,9 +154,10 @@ class CausalAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        _check_dims(d_in=d_in, d_out=d_out, context_length=context_length)
-        _check_dropout(dropout)
-        self.d_in, self.d_out, self.context_length = d_in, d_out, context_length
+        self.d_in, self.d_out = check_int("d_in", d_in), check_int("d_out", d_out)
+        self.context_length = check_int("context_length", context_length)
+        check_dropout(dropout)
+        check_bool("qkv_bias", qkv_bias)
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -184,19 +168,20 @@ class CausalAttention(nn.Module):
     def forward(
         self, x: Tensor, return_weights: bool = False
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """`(batch, num_tokens, d_in)` -> `(batch, num_tokens, d_out)`.
+        """`(batch, seq_len, d_in)` -> `(batch, seq_len, d_out)`.
 
-        With ``return_weights=True`` also returns the `(batch, num_tokens,
-        num_tokens)` weights that were used (after dropout).
+        With ``return_weights=True`` also returns the `(batch, seq_len, seq_len)`
+        weights that were used (after dropout).
         """
-        _check_input(x, self.d_in, self.context_length)
-        num_tokens = x.shape[1]
+        check_tensor("x", x, "batch seq_len d_in", like=self.W_query.weight,
+                     d_in=self.d_in, seq_len=(1, self.context_length, "context_length"))
+        seq_len = x.shape[1]
         queries = self.W_query(x)  # (B, T, d_out)
         keys = self.W_key(x)  # (B, T, d_out)
         values = self.W_value(x)  # (B, T, d_out)
         scores = queries @ keys.transpose(1, 2)  # (B, T, T)
         # the mask was built for context_length tokens: cut it to T x T
-        future = self.mask[:num_tokens, :num_tokens]  # (T, T) bool
+        future = self.mask[:seq_len, :seq_len]  # (T, T) bool, True = future
         scores = scores.masked_fill(future, -math.inf)  # (B, T, T)
         weights = softmax(scores / math.sqrt(keys.shape[-1]), dim=-1)  # (B, T, T)
         weights = self.dropout(weights)  # zero some weights, scale the rest
@@ -226,7 +211,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        _check_dims(num_heads=num_heads)
+        check_int("num_heads", num_heads)
         self.heads = nn.ModuleList(
             CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
             for _ in range(num_heads)
@@ -237,12 +222,13 @@ class MultiHeadAttentionWrapper(nn.Module):
     def forward(
         self, x: Tensor, return_weights: bool = False
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """`(batch, num_tokens, d_in)` -> `(batch, num_tokens, num_heads * d_out)`.
+        """`(batch, seq_len, d_in)` -> `(batch, seq_len, num_heads * d_out)`.
 
         With ``return_weights=True`` also returns the weights stacked as
-        `(batch, num_heads, num_tokens, num_tokens)`.
+        `(batch, num_heads, seq_len, seq_len)`.
         """
-        _check_input(x, self.d_in, self.context_length)
+        check_tensor("x", x, "batch seq_len d_in", like=self.heads[0].W_query.weight,
+                     d_in=self.d_in, seq_len=(1, self.context_length, "context_length"))
         outputs = [head(x, return_weights=True) for head in self.heads]
         context = torch.cat([c for c, _ in outputs], dim=-1)  # (B, T, H * d_out)
         if not return_weights:
@@ -257,7 +243,8 @@ class MultiHeadAttention(nn.Module):
     """Causal multi-head attention with batched heads and an output projection.
 
     One ``(d_in -> d_out)`` projection each for Q, K and V, viewed as
-    ``num_heads`` heads of ``head_dim = d_out // num_heads`` features.
+    ``num_heads`` heads of ``d_head = d_out // num_heads`` features. The ``mask``
+    buffer is True at future positions, as in :class:`CausalAttention`.
 
     Taught on: "Self-attention from scratch"; used on "Multi-head attention
     and the Transformer block".
@@ -275,16 +262,13 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        _check_dims(d_in=d_in, d_out=d_out, context_length=context_length)
-        _check_dims(num_heads=num_heads)
-        _check_dropout(dropout)
-        if d_out % num_heads != 0:
-            raise ValueError(
-                f"d_out ({d_out}) must be divisible by num_heads ({num_heads})"
-            )
-        self.d_in, self.d_out, self.num_heads = d_in, d_out, num_heads
-        self.head_dim = d_out // num_heads
-        self.context_length = context_length
+        self.d_in, self.d_out = check_int("d_in", d_in), check_int("d_out", d_out)
+        self.context_length = check_int("context_length", context_length)
+        self.num_heads = check_int("num_heads", num_heads)
+        check_divisible("d_out", d_out, "num_heads", num_heads)
+        check_dropout(dropout)
+        check_bool("qkv_bias", qkv_bias)
+        self.d_head = d_out // num_heads
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -295,30 +279,31 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self, x: Tensor, return_weights: bool = False
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """`(batch, num_tokens, d_in)` -> `(batch, num_tokens, d_out)`.
+        """`(batch, seq_len, d_in)` -> `(batch, seq_len, d_out)`.
 
         With ``return_weights=True`` also returns the weights used (after
-        dropout), `(batch, num_heads, num_tokens, num_tokens)`.
+        dropout), `(batch, num_heads, seq_len, seq_len)`.
         """
-        _check_input(x, self.d_in, self.context_length)
-        b, num_tokens, _ = x.shape
-        h, hd = self.num_heads, self.head_dim
+        check_tensor("x", x, "batch seq_len d_in", like=self.W_query.weight,
+                     d_in=self.d_in, seq_len=(1, self.context_length, "context_length"))
+        b, seq_len, _ = x.shape
+        h, hd = self.num_heads, self.d_head
         # project, then split the last dim into heads: d_out -> (H, hd)
-        queries = self.W_query(x).view(b, num_tokens, h, hd)  # (B, T, H, hd)
-        keys = self.W_key(x).view(b, num_tokens, h, hd)  # (B, T, H, hd)
-        values = self.W_value(x).view(b, num_tokens, h, hd)  # (B, T, H, hd)
+        queries = self.W_query(x).view(b, seq_len, h, hd)  # (B, T, H, hd)
+        keys = self.W_key(x).view(b, seq_len, h, hd)  # (B, T, H, hd)
+        values = self.W_value(x).view(b, seq_len, h, hd)  # (B, T, H, hd)
         # heads next to the batch dim, so each head is one matrix product
         queries = queries.transpose(1, 2)  # (B, H, T, hd)
         keys = keys.transpose(1, 2)  # (B, H, T, hd)
         values = values.transpose(1, 2)  # (B, H, T, hd)
         scores = queries @ keys.transpose(2, 3)  # (B, H, T, T)
-        future = self.mask[:num_tokens, :num_tokens]  # (T, T), broadcast over B, H
+        future = self.mask[:seq_len, :seq_len]  # (T, T), True = future; over B, H
         scores = scores.masked_fill(future, -math.inf)  # (B, H, T, T)
         weights = softmax(scores / math.sqrt(hd), dim=-1)  # (B, H, T, T)
         weights = self.dropout(weights)  # the dropped weights are the ones used
         context = (weights @ values).transpose(1, 2)  # (B, T, H, hd)
         # transpose made it non-contiguous; view needs contiguous memory
-        context = context.contiguous().view(b, num_tokens, self.d_out)  # (B, T, D)
+        context = context.contiguous().view(b, seq_len, self.d_out)  # (B, T, D)
         out = self.out_proj(context)  # (B, T, d_out): mix the heads
         return (out, weights) if return_weights else out
 
@@ -328,9 +313,11 @@ def mha_step_shapes(
     mha: MultiHeadAttention, x: Tensor
 ) -> list[tuple[str, tuple[int, ...]]]:
     """``(step, shape)`` for each step of ``mha.forward(x)``, in order."""
-    _check_input(x, mha.d_in, mha.context_length)
+    check_type("mha", mha, MultiHeadAttention)
+    check_tensor("x", x, "batch seq_len d_in", like=mha.W_query.weight, d_in=mha.d_in,
+                 seq_len=(1, mha.context_length, "context_length"))
     b, t, _ = x.shape
-    h, hd = mha.num_heads, mha.head_dim
+    h, hd = mha.num_heads, mha.d_head
     steps: list[tuple[str, Tensor]] = [("x", x)]
     q = mha.W_query(x)
     steps.append(("W_query(x)", q))
@@ -360,6 +347,7 @@ def mha_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
     ``i * d_out : (i + 1) * d_out`` of the big projection, and the output
     projection is set to the identity, so the two modules agree exactly.
     """
+    check_type("wrapper", wrapper, MultiHeadAttentionWrapper)
     first = wrapper.heads[0]
     mha = MultiHeadAttention(
         wrapper.d_in,

@@ -18,6 +18,8 @@ import functools
 import json
 from pathlib import Path
 
+from llmlab.checks import check_str
+
 __all__ = [
     "GPT2_MERGES",
     "GPT2_VOCAB",
@@ -59,8 +61,7 @@ def path(name: str) -> Path:
 
     Taught on: "Tokenization".
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    check_str("name", name)
     if name not in NAMES:
         raise ValueError(
             f"name ({name!r}) is not a shipped data file; expected one of "
@@ -103,6 +104,7 @@ def tang_poems(collection: str = "quan_tang_shi") -> list[str]:
     Taught on: "Tokenization".
     """
     if collection not in TANG_COLLECTIONS:
+        check_str("collection", collection)
         raise ValueError(
             f"collection ({collection!r}) must be one of {', '.join(TANG_COLLECTIONS)}"
         )

@@ -15,19 +15,31 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from llmlab.attention import MultiHeadAttention, MultiHeadAttentionWrapper
+from llmlab.attention import CausalAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from llmlab.attention import causal_weights_masked, mha_from_wrapper
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_divisible,
+    check_dropout,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_tensor,
+    check_type,
+)
 from llmlab.functional import softmax
 
 __all__ = [
     "DropoutDemoResult",
+    "LearnedRecallResult",
+    "RecallAttention",
     "ScalingResult",
     "SummaryRecallResult",
     "TimingResult",
     "run_dropout_demo",
+    "run_learned_recall",
     "run_scaling_table",
     "run_summary_recall",
     "sdpa_forward",
@@ -74,11 +86,11 @@ def run_summary_recall(
     to what is recovered, more as the sequence grows. Attention keeps every
     input and picks position ``i`` with a positional query.
     """
-    if min(lengths) < 1 or dim < 1 or vocab_size < 2 or trials < 1:
-        raise ValueError(
-            "lengths, dim and trials must be >= 1 and vocab_size >= 2, got "
-            f"lengths={lengths}, dim={dim}, vocab_size={vocab_size}, trials={trials}"
-        )
+    lengths = check_sizes("lengths", lengths)
+    check_int("dim", dim)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("trials", trials)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     vocab = F.normalize(torch.randn(vocab_size, dim), dim=-1)  # (V, d) unit rows
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim))  # (d, d) orthogonal
@@ -106,6 +118,126 @@ def run_summary_recall(
     return SummaryRecallResult(
         list(lengths), summary_acc, attention_acc, dim, vocab_size, trials
     )
+
+
+class RecallAttention(nn.Module):
+    """Embeddings, one :class:`~llmlab.attention.CausalAttention`, a read-out.
+
+    The input is the sequence ``x`` (token plus position embedding at each
+    position) followed by one query token that asks for position ``i``: an
+    embedding of ``i`` alone, with no token in it. The read-out sees only the
+    attention output at that last position, so whatever it knows about the
+    token at ``i`` came through the attention weights.
+
+    Taught on: "Self-attention from scratch".
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, context_length: int) -> None:
+        super().__init__()
+        self.vocab_size = check_int("vocab_size", vocab_size, minimum=2)
+        self.context_length = check_int("context_length", context_length)
+        check_int("d_model", d_model)
+        self.tok = nn.Embedding(vocab_size, d_model)  # what the token is
+        self.pos = nn.Embedding(context_length, d_model)  # where it is
+        self.ask = nn.Embedding(context_length, d_model)  # "which position do I want"
+        self.attn = CausalAttention(d_model, d_model, context_length + 1, dropout=0.0)
+        self.out = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        """Ids ``(B, T)`` and positions ``(B,)`` -> logits ``(B, V)``, weights ``(B, T)``.
+
+        The weights are what the query token gives each position of ``x``.
+        """
+        found = check_tensor("x", x, "batch seq_len", "index:vocab_size",
+                             vocab_size=self.vocab_size,
+                             seq_len=(1, self.context_length, "context_length"))
+        check_tensor("target", target, "batch", "index:seq_len", **found)  # in [0, T)
+        seq_len = x.shape[1]
+        h = self.tok(x) + self.pos(torch.arange(seq_len, device=x.device))  # (B, T, D)
+        h = torch.cat([h, self.ask(target)[:, None]], dim=1)  # (B, T + 1, D)
+        context, weights = self.attn(h, return_weights=True)  # (B, T+1, D), (B, T+1, T+1)
+        return self.out(context[:, -1]), weights[:, -1, :seq_len]  # (B, V), (B, T)
+
+
+@dataclass
+class LearnedRecallResult:
+    """Recall by a trained attention layer, by sequence length.
+
+    Attributes:
+        lengths: Sequence lengths evaluated (training used the longest).
+        accuracy: Share of fresh sequences whose asked-for token was recalled.
+        target_weight: Mean attention weight the query put on the asked position.
+        d_model: Size of every embedding and of the attention's ``d_out``.
+        vocab_size: Number of distinct tokens.
+        steps: Adam steps of training.
+        batch_size: Sequences per step.
+        lr: Adam's learning rate.
+        trials: Fresh sequences per length for the evaluation.
+        seed: Seed of the weights and of the data.
+    """
+
+    lengths: list[int]
+    accuracy: list[float]
+    target_weight: list[float]
+    d_model: int
+    vocab_size: int
+    steps: int
+    batch_size: int
+    lr: float
+    trials: int
+    seed: int
+
+
+@cached(cost=2.5)
+def run_learned_recall(
+    lengths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+    d_model: int = 32,
+    vocab_size: int = 100,
+    steps: int = 300,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    trials: int = 200,
+    seed: int = 0,
+) -> LearnedRecallResult:
+    """Train a :class:`RecallAttention` to fetch the token at an asked position.
+
+    Training: random sequences of the longest length, a random position asked
+    for each, cross-entropy on the token found there (Adam). Nothing is built
+    in: which key answers which query is learned. Evaluation: fresh sequences
+    of each length, ``trials`` of them.
+    """
+    lengths = check_sizes("lengths", lengths)
+    check_int("d_model", d_model)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("steps", steps, minimum=0)
+    check_int("batch_size", batch_size)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("trials", trials)
+    check_int("seed", seed, minimum=0)
+    torch.manual_seed(seed)
+    longest = max(lengths)
+    model = RecallAttention(vocab_size, d_model, longest)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    data = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randint(vocab_size, (batch_size, longest), generator=data)  # (B, T)
+        target = torch.randint(longest, (batch_size,), generator=data)  # (B,)
+        logits, _ = model(x, target)  # (B, V)
+        loss = F.cross_entropy(logits, x[torch.arange(batch_size), target])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    accuracy, target_weight = [], []
+    with torch.no_grad():
+        for n in lengths:
+            x = torch.randint(vocab_size, (trials, n), generator=data)  # (N, n)
+            target = torch.randint(n, (trials,), generator=data)  # (N,)
+            logits, weights = model(x, target)  # (N, V), (N, n)
+            rows = torch.arange(trials)
+            accuracy.append((logits.argmax(-1) == x[rows, target]).float().mean().item())
+            target_weight.append(weights[rows, target].mean().item())
+    return LearnedRecallResult(list(lengths), accuracy, target_weight, d_model, vocab_size,
+                               steps, batch_size, lr, trials, seed)
 
 
 # ---------------------------------------------------------------------------
@@ -146,11 +278,10 @@ def run_scaling_table(
     seed: int = 0,
 ) -> ScalingResult:
     """Variance of dot products and peakedness of softmax, by ``d_k``."""
-    if min(d_ks) < 1 or num_keys < 2 or trials < 2:
-        raise ValueError(
-            f"d_ks must be >= 1, num_keys >= 2 and trials >= 2; got d_ks={d_ks}, "
-            f"num_keys={num_keys}, trials={trials}"
-        )
+    d_ks = check_sizes("d_ks", d_ks)
+    check_int("num_keys", num_keys, minimum=2)
+    check_int("trials", trials, minimum=2)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     out: dict[str, list[float]] = {k: [] for k in
                                    ("vr", "vs", "mr", "ms", "jr", "js")}
@@ -205,13 +336,14 @@ class DropoutDemoResult:
 
 
 @cached
-def run_dropout_demo(p: float = 0.5, num_tokens: int = 6, seed: int = 123
+def run_dropout_demo(p: float = 0.5, seq_len: int = 6, seed: int = 123
                      ) -> DropoutDemoResult:
     """Apply ``nn.Dropout(p)`` to a causal weight matrix, in train and eval mode."""
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"p must be in [0, 1) to keep some weights, got {p}")
+    check_dropout(p, "p")  # in [0, 1): p = 1 would keep no weight
+    check_int("seq_len", seq_len)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
-    weights = causal_weights_masked(torch.randn(num_tokens, num_tokens))  # (T, T)
+    weights = causal_weights_masked(torch.randn(seq_len, seq_len))  # (T, T)
     layer = torch.nn.Dropout(p)
     dropped = layer.train()(weights)
     eval_output = layer.eval()(weights)
@@ -227,14 +359,17 @@ def sdpa_forward(mha: MultiHeadAttention, x: Tensor) -> Tensor:
     Uses ``mha``'s projections and ``is_causal=True`` instead of its mask
     buffer; dropout applies only in training mode, as in ``mha``.
     """
-    b, num_tokens, _ = x.shape
-    h, hd = mha.num_heads, mha.head_dim
-    q = mha.W_query(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
-    k = mha.W_key(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
-    v = mha.W_value(x).view(b, num_tokens, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    check_type("mha", mha, MultiHeadAttention)
+    check_tensor("x", x, "batch seq_len d_in", like=mha.W_query.weight, d_in=mha.d_in,
+                 seq_len=(1, mha.context_length, "context_length"))
+    b, seq_len, _ = x.shape
+    h, hd = mha.num_heads, mha.d_head
+    q = mha.W_query(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    k = mha.W_key(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
+    v = mha.W_value(x).view(b, seq_len, h, hd).transpose(1, 2)  # (B, H, T, hd)
     p = mha.dropout.p if mha.training else 0.0
     context = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
-    context = context.transpose(1, 2).reshape(b, num_tokens, mha.d_out)  # (B, T, D)
+    context = context.transpose(1, 2).reshape(b, seq_len, mha.d_out)  # (B, T, D)
     return mha.out_proj(context)
 
 
@@ -246,8 +381,8 @@ class TimingResult:
         names: Variant names.
         seconds: Median seconds per forward call.
         max_abs_diff: Largest difference of any variant's output from the first's.
-        shape: ``(batch, num_tokens, d_model)`` of the input.
-        num_heads: Heads.
+        shape: ``(batch, seq_len, d_model)`` of the input.
+        num_heads: Heads (the teaching variants' ``num_heads``).
         threads: Threads the timer ran with.
     """
 
@@ -263,7 +398,7 @@ class TimingResult:
 @cached(machine_dependent=True)
 def time_attention_variants(
     batch: int = 2,
-    num_tokens: int = 64,
+    seq_len: int = 64,
     d_model: int = 64,
     num_heads: int = 8,
     min_run_time: float = 0.2,
@@ -278,16 +413,18 @@ def time_attention_variants(
     """
     from torch.utils import benchmark
 
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
-        )
+    for name, value in (("batch", batch), ("seq_len", seq_len), ("d_model", d_model),
+                        ("num_heads", num_heads)):
+        check_int(name, value)
+    check_divisible("d_model", d_model, "num_heads", num_heads)
+    check_finite_float("min_run_time", min_run_time, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     wrapper = MultiHeadAttentionWrapper(
-        d_model, d_model // num_heads, num_tokens, 0.0, num_heads
+        d_model, d_model // num_heads, seq_len, 0.0, num_heads
     ).eval()
     mha = mha_from_wrapper(wrapper).eval()
-    x = torch.randn(batch, num_tokens, d_model)
+    x = torch.randn(batch, seq_len, d_model)
     variants = {
         "MultiHeadAttentionWrapper": wrapper,
         "MultiHeadAttention": mha,
@@ -303,5 +440,5 @@ def time_attention_variants(
             names.append(name)
             seconds.append(timer.blocked_autorange(min_run_time=min_run_time).median)
     diff = max((o - outputs[0]).abs().max().item() for o in outputs[1:])
-    shape = (batch, num_tokens, d_model)
+    shape = (batch, seq_len, d_model)
     return TimingResult(names, seconds, diff, shape, num_heads, 1, platform.machine())

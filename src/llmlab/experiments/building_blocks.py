@@ -3,6 +3,8 @@
 Each ``run_*`` is seeded, CPU-only and returns plain data (rendered by
 :mod:`llmlab.report.building_blocks`). :func:`run_flops_vs_runtime` times kernels,
 so it is cached per machine: its timings describe the machine that measured them.
+The arguments that configure a Llama-style module keep its (CS336) names, as
+``num_heads`` of :func:`run_attention_check` and ``d_k`` of :func:`run_rope_check`.
 
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
@@ -17,6 +19,15 @@ import torch
 import torch.nn.functional as F
 
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_choice,
+    check_divisible,
+    check_finite_float,
+    check_floats,
+    check_int,
+    check_sizes,
+    check_type,
+)
 from llmlab.feed_forward import ReLUFFN, SwiGLU, gelu, relu, silu, swiglu_hidden_dim
 from llmlab.functional import softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
@@ -77,6 +88,18 @@ def run_init_statistics(
     seed: int = 0,
 ) -> InitStatisticsResult:
     """Initialise layers and measure their weights' std and largest magnitude."""
+    check_type("linear_shapes", linear_shapes, (list, tuple),
+               expected="a tuple of (d_in, d_out) pairs")
+    if not linear_shapes:
+        raise ValueError("linear_shapes must hold at least one (d_in, d_out), got ()")
+    for i, shape in enumerate(linear_shapes):
+        if len(check_sizes(f"linear_shapes[{i}]", shape)) != 2:
+            raise ValueError(
+                f"linear_shapes[{i}] must be a pair (d_in, d_out), got {shape!r}")
+    if len(check_sizes("embedding_shape", embedding_shape)) != 2:
+        raise ValueError("embedding_shape must be a pair (num_embeddings, d), got "
+                         f"{embedding_shape!r}")
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     res = InitStatisticsResult([], [], [], [], [], [], [])
     layers: list[tuple[str, torch.nn.Module, float]] = []
@@ -128,6 +151,11 @@ def run_norm_comparison(
     seed: int = 0,
 ) -> NormComparisonResult:
     """Normalise ``scale · N(0, 1) + shift`` with both norms and with PyTorch's."""
+    check_int("d_model", d_model)
+    check_int("n_rows", n_rows)
+    check_finite_float("shift", shift)
+    check_finite_float("scale", scale, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     x = torch.randn(n_rows, d_model) * scale + shift  # (rows, d_model)
     ln, rms = LayerNorm(d_model), RMSNorm(d_model)
@@ -189,6 +217,10 @@ def run_low_precision_norm(
     The error is measured against a float64 computation, over finite outputs only
     (``nan`` if none is finite).
     """
+    check_int("d_model", d_model)
+    check_int("n_rows", n_rows)
+    check_finite_float("scale", scale, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     x = torch.randn(n_rows, d_model) * scale
     res = LowPrecisionNormResult([], [], [], [], [], x.numel(), [], scale)
@@ -216,8 +248,10 @@ class FlopsRuntimeResult:
     """FLOPs, bytes moved and measured time of a few ops at one size, on one thread.
 
     Row ``i`` is op ``ops[i]`` as implemented by ``impls[i]``: ``"torch"`` (PyTorch's
-    fused kernel, ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
+    own op: ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
     matmul) or ``"llmlab"`` (this course's teaching code, one tensor op per step).
+    ``kernels[i]`` counts the ATen ops one call dispatches: 1 is a fused kernel (one
+    pass over memory, what ``bytes_moved`` assumes); more means more passes.
     """
 
     ops: list[str]
@@ -226,8 +260,9 @@ class FlopsRuntimeResult:
     flops: list[float]
     bytes_moved: list[float]
     seconds: list[float]
+    kernels: list[int]  # ATen ops dispatched by one call
     ridge: float  # FLOP per byte where the measured matmul rate meets copy bandwidth
-    machine: str
+    machine: str  # the processor, e.g. "AMD EPYC (x86_64)"
     threads: int
 
     @property
@@ -260,6 +295,39 @@ class FlopsRuntimeResult:
         return self.intensity[i] < self.ridge
 
 
+def _cpu_name() -> str:
+    """The processor's model name (Linux's ``/proc/cpuinfo``), and its architecture."""
+    name = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    arch = platform.machine()
+    return f"{name} ({arch})" if name and name != arch else arch
+
+
+def _count_kernels(fn, arg) -> int:
+    """How many ATen ops one call ``fn(arg)`` dispatches to the backend."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count() as count:
+        fn(arg)
+    return count.n
+
+
 def _median_seconds(fn, arg, min_run_time: float) -> float:
     from torch.utils import benchmark
 
@@ -269,7 +337,7 @@ def _median_seconds(fn, arg, min_run_time: float) -> float:
 
 @cached(machine_dependent=True)
 def run_flops_vs_runtime(
-    n_tokens: int = 512, d_model: int = 768, d_head: int = 64,
+    seq_len: int = 512, d_model: int = 768, d_head: int = 64,
     min_run_time: float = 0.2, seed: int = 0,
 ) -> FlopsRuntimeResult:
     """Time a ``d → 4d`` matmul, RMSNorm, LayerNorm, softmax and GELU on one thread.
@@ -278,20 +346,27 @@ def run_flops_vs_runtime(
     (max, subtract, exp, sum, divide), GELU 8 (a nominal count for ``erf``). Bytes are
     the minimum a fused kernel moves: read the input (and weights), write the output,
     float32; the teaching code moves more (each step reads and writes a full tensor).
-    The ridge point is the measured matmul FLOP/s over the measured bandwidth of a
+    ``kernels`` counts the ATen ops each call dispatches (a ``TorchDispatchMode``). The
+    ridge point is the measured matmul FLOP/s over the measured bandwidth of a
     large copy. Cached per machine (``machine_dependent``).
     """
+    check_int("seq_len", seq_len)
+    check_int("d_model", d_model)
+    check_int("d_head", d_head)
+    check_divisible("d_model", d_model, "d_head", d_head)
+    check_finite_float("min_run_time", min_run_time, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     n_heads = d_model // d_head
-    x = torch.randn(n_tokens, d_model)  # (N, d)
+    x = torch.randn(seq_len, d_model)  # (N, d)
     w = torch.randn(d_model, 4 * d_model) / math.sqrt(d_model)  # (d, 4d)
-    hidden = torch.randn(n_tokens, 4 * d_model)  # (N, 4d), the FFN's hidden layer
-    scores = torch.randn(n_heads, n_tokens, n_tokens)  # (h, N, N) attention scores
+    hidden = torch.randn(seq_len, 4 * d_model)  # (N, 4d), the FFN's hidden layer
+    scores = torch.randn(n_heads, seq_len, seq_len)  # (h, N, N) attention scores
     rms, ln = RMSNorm(d_model), LayerNorm(d_model)
-    n, d, f4 = n_tokens * d_model, d_model, 4  # elements of x, width, bytes per float
+    n, d, f4 = seq_len * d_model, d_model, 4  # elements of x, width, bytes per float
     ones, zeros = torch.ones(d), torch.zeros(d)
     specs = [  # op, impl, operands, function, FLOPs, bytes
-        ("matmul", "torch", [x, w], lambda t: t @ w, 2 * n_tokens * d * 4 * d,
+        ("matmul", "torch", [x, w], lambda t: t @ w, 2 * seq_len * d * 4 * d,
          f4 * (n + d * 4 * d + 4 * n)),
         ("RMSNorm", "llmlab", [x], rms, 4 * n, f4 * (2 * n + d)),
         ("RMSNorm", "torch", [x], lambda t: F.rms_norm(t, (d,), ones, 1e-5), 4 * n,
@@ -304,7 +379,7 @@ def run_flops_vs_runtime(
          5 * scores.numel(), f4 * 2 * scores.numel()),
         ("GELU", "torch", [hidden], F.gelu, 8 * hidden.numel(), f4 * 2 * hidden.numel()),
     ]
-    res = FlopsRuntimeResult([], [], [], [], [], [], 0.0, platform.machine(), 1)
+    res = FlopsRuntimeResult([], [], [], [], [], [], [], 0.0, _cpu_name(), 1)
     with torch.no_grad():
         for op, impl, operands, fn, flops, nbytes in specs:
             res.ops.append(op)
@@ -313,6 +388,7 @@ def run_flops_vs_runtime(
             res.flops.append(float(flops))
             res.bytes_moved.append(float(nbytes))
             res.seconds.append(_median_seconds(fn, operands[0], min_run_time))
+            res.kernels.append(_count_kernels(fn, operands[0]))
         big = torch.randn(8 * 1024 * 1024)  # 32 MiB: larger than the caches
         copy_s = _median_seconds(torch.clone, big, min_run_time)
     flops_per_s = res.flops[0] / res.seconds[0]
@@ -340,6 +416,12 @@ def run_activation_values(
     lo: float = -4.0, hi: float = 3.0, n_grid: int = 141,
 ) -> ActivationResult:
     """Our ``relu``, ``gelu``, ``silu`` at ``points`` and on ``[lo, hi]``."""
+    check_floats("points", points)
+    check_finite_float("lo", lo)
+    check_finite_float("hi", hi)
+    if not lo < hi:
+        raise ValueError(f"lo ({lo}) must be below hi ({hi})")
+    check_int("n_grid", n_grid, minimum=2)
     fns = {"ReLU": relu, "GELU": gelu, "SiLU": silu}
     xs = torch.tensor(points, dtype=torch.float64)
     grid = torch.linspace(lo, hi, n_grid, dtype=torch.float64)
@@ -367,6 +449,7 @@ def run_ffn_parity(
     d_models: tuple[int, ...] = (512, 768, 1024, 4096),
 ) -> FFNParityResult:
     """Build both FFNs on the meta device (no memory) and count their parameters."""
+    check_sizes("d_models", d_models)
     res = FFNParityResult([], [], [], [], [])
     for d in d_models:
         relu_ffn = ReLUFFN(d, device="meta")
@@ -400,6 +483,8 @@ def run_rope_check(
     d_k: int = 64, theta: float = 10_000.0, seq_len: int = 16, seed: int = 0
 ) -> RopeCheckResult:
     """Put one ``q`` at every position ``m``, one ``k`` at every ``n``; score them."""
+    check_int("seq_len", seq_len)
+    check_int("seed", seed, minimum=0)  # d_k and theta: RotaryPositionalEmbedding checks
     torch.manual_seed(seed)
     rope = RotaryPositionalEmbedding(theta, d_k, seq_len)
     q, k = torch.randn(2, d_k, dtype=torch.float64)
@@ -461,6 +546,9 @@ def run_attention_check(
     theta: float = 10_000.0, seed: int = 0,
 ) -> AttentionCheckResult:
     """Compare with PyTorch's fused attention, with and without RoPE."""
+    check_int("seq_len", seq_len)
+    check_int("batch", batch)
+    check_int("seed", seed, minimum=0)  # d_model, num_heads, theta: the modules check
     torch.manual_seed(seed)
     x = torch.randn(batch, seq_len, d_model)
     positions = torch.arange(seq_len)
@@ -507,9 +595,12 @@ def run_parameter_check(
         "LLAMA2_7B": LLAMA2_7B,
     }
     res = ParameterCheckResult([], [], [], [])
+    check_type("names", names, (list, tuple), expected="a tuple of preset names")
+    if not names:
+        raise ValueError("names must hold at least one preset name, got ()")
+    for i, name in enumerate(names):
+        check_choice(f"names[{i}]", name, presets)
     for name in names:
-        if name not in presets:
-            raise ValueError(f"names must be among {sorted(presets)}, got {name!r}")
         cfg = presets[name]
         res.names.append(name)
         res.configs.append(cfg)

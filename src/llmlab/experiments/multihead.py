@@ -2,7 +2,10 @@
 
 * :func:`run_why_multihead`: a one-layer attention model must copy ``x[t-1]``,
   ``x[t-2]`` and ``x[t-4]`` at once; with one head it cannot, with enough heads
-  each head takes one offset. Same parameter count for every head count.
+  each head takes one offset. Same parameter count for every head count. Besides
+  the accuracies it records what each read-out answered
+  (:meth:`WhyMultiheadResult.answered`): a head that blends two positions hands
+  both tokens on, but hardly their order.
 * :func:`run_residual_ablation`: an 8-block model learns to copy ``x[t-3]`` with
   Pre-LN or Post-LN residual blocks, but not without residual connections (its
   representations collapse before training starts).
@@ -23,6 +26,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_choice,
+    check_divisible,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_tensor,
+    check_type,
+)
 from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
 from llmlab.params import count_parameters
 
@@ -58,6 +70,11 @@ class OneLayerAttention(nn.Module):
         self, vocab_size: int, d_model: int, n_heads: int, seq_len: int, n_targets: int
     ) -> None:
         super().__init__()
+        self.vocab_size = check_int("vocab_size", vocab_size)
+        self.seq_len = check_int("seq_len", seq_len)
+        check_int("n_targets", n_targets)
+        check_divisible("d_model", check_int("d_model", d_model), "n_heads",
+                        check_int("n_heads", n_heads))
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
         self.attn = MultiHeadSelfAttention(d_model, n_heads, causal=True)
@@ -65,8 +82,10 @@ class OneLayerAttention(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[list[Tensor], Tensor]:
         """Ids ``(B, T)`` -> ``(B, T, V)`` logits per target, and ``(B, H, T, T)``."""
+        check_tensor("x", x, "batch seq_len", "index:vocab_size",
+                     vocab_size=self.vocab_size, seq_len=(1, self.seq_len))
         h = self.tok(x) + self.pos(torch.arange(x.shape[1]))  # (B, T, D)
-        a, attn = self.attn(h, return_attn=True)  # (B, T, D), (B, H, T, T)
+        a, attn = self.attn(h, return_weights=True)  # (B, T, D), (B, H, T, T)
         h = h + a  # (B, T, D)
         return [out(h) for out in self.outs], attn
 
@@ -103,6 +122,8 @@ def train_copy_model(
     Adam runs as PyTorch's fused kernel (``fused=True``): the same update, fewer
     small operations per step.
     """
+    offsets = _check_copy_settings((n_heads,), (seed,), offsets, vocab_size, seq_len,
+                                   d_model, steps, lr, batch_size, 1)
     torch.manual_seed(seed)
     model = OneLayerAttention(vocab_size, d_model, n_heads, seq_len, len(offsets))
     opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
@@ -120,14 +141,39 @@ def evaluate_copy_model(
     model: OneLayerAttention, offsets: tuple[int, ...] = (1, 2, 4), n_eval: int = 2000
 ) -> tuple[list[float], Tensor]:
     """Accuracy per target on fresh sequences, and the ``(n_eval, H, T, T)`` weights."""
+    accs, attn, _ = _evaluate(model, offsets, n_eval)
+    return accs, attn
+
+
+def _evaluate(
+    model: OneLayerAttention, offsets: tuple[int, ...], n_eval: int
+) -> tuple[list[float], Tensor, list[list[float]]]:
+    """:func:`evaluate_copy_model`, and what each read-out answered (same forward pass).
+
+    ``answers[j][k]`` is the share of target ``j``'s predictions that are the token
+    at ``t - offsets[k]``: for ``k == j`` the accuracy, for ``k != j`` only wrong
+    predictions count, so ``answers[j][j] + answers[j][k]`` is the share that is
+    one of those two tokens.
+    """
+    check_type("model", model, OneLayerAttention)
+    offsets = check_sizes("offsets", offsets, maximum=model.seq_len - 1)
+    if len(offsets) != len(model.outs):
+        raise ValueError(f"offsets must hold one offset per target of the model "
+                         f"({len(model.outs)}), got {offsets}")
+    check_int("n_eval", n_eval)
     vocab_size, seq_len = model.tok.num_embeddings, model.pos.num_embeddings
     start = max(offsets)
     x = _eval_batch(n_eval, seq_len, vocab_size)
     with torch.no_grad():
         logits, attn = model(x)
-    hits = [lg[:, start:].argmax(-1) == x[:, start - k : seq_len - k]
-            for lg, k in zip(logits, offsets)]
-    return [h.float().mean().item() for h in hits], attn
+    tokens = [x[:, start - k : seq_len - k] for k in offsets]  # the token at t - k
+    answers = []
+    for j, lg in enumerate(logits):
+        pred = lg[:, start:].argmax(-1)  # (n_eval, T - start)
+        right = pred == tokens[j]
+        answers.append([(right if k == j else ~right & (pred == tokens[k])).float()
+                        .mean().item() for k in range(len(offsets))])
+    return [row[j] for j, row in enumerate(answers)], attn, answers
 
 
 def _offset_profile(attn: Tensor, start: int, n_offsets: int) -> list[list[float]]:
@@ -153,6 +199,9 @@ class CopyRuns:
         n_params: Parameters of each model.
         profile: ``[head][offset]``: mean weight on key ``t - offset``, first seed.
         attention: ``[head][query][key]``: mean weights over the evaluation, first seed.
+        answers: ``[seed][target][k]``: share of the target's predictions that are the
+            token at ``t - offsets[k]`` (the accuracy where ``k`` is the target's own
+            offset; elsewhere, only wrong predictions count).
     """
 
     n_heads: int
@@ -160,17 +209,26 @@ class CopyRuns:
     n_params: int
     profile: list[list[float]]
     attention: list[list[list[float]]]
+    answers: list[list[list[float]]]
 
 
 def _check_copy_settings(heads: tuple[int, ...], seeds: tuple[int, ...],
-                         offsets: tuple[int, ...], seq_len: int, d_model: int) -> None:
-    for n_heads in heads:
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-    if not offsets or min(offsets) < 1 or max(offsets) >= seq_len:
-        raise ValueError(f"offsets must be in [1, seq_len={seq_len}), got {offsets}")
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got an empty tuple")
+                         offsets: tuple[int, ...], vocab_size: int, seq_len: int,
+                         d_model: int, steps: int, lr: float, batch_size: int,
+                         n_eval: int) -> tuple[int, ...]:
+    """The copy task's settings checked; ``offsets`` as a tuple."""
+    check_int("d_model", d_model)
+    for n_heads in check_sizes("heads", heads):
+        check_divisible("d_model", d_model, "n_heads", n_heads)
+    check_sizes("seeds", seeds, minimum=0)
+    check_int("seq_len", seq_len, minimum=2)
+    offsets = check_sizes("offsets", offsets, maximum=seq_len - 1)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_int("steps", steps)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("batch_size", batch_size)
+    check_int("n_eval", n_eval)
+    return offsets
 
 
 @cached(cost=4.5)  # seconds on one core: 3 seeds x 600 steps
@@ -187,19 +245,22 @@ def run_copy_runs(
     n_eval: int = 2000,
 ) -> CopyRuns:
     """Train and evaluate the copy-task model for one head count, every seed."""
-    _check_copy_settings((n_heads,), tuple(seeds), tuple(offsets), seq_len, d_model)
-    accuracy, profile, attention, n_params = [], [], [], 0
+    check_int("n_heads", n_heads)
+    _check_copy_settings((n_heads,), seeds, offsets, vocab_size, seq_len, d_model, steps,
+                         lr, batch_size, n_eval)
+    accuracy, answers, profile, attention, n_params = [], [], [], [], 0
     for i, seed in enumerate(seeds):
         model = train_copy_model(n_heads, seed, tuple(offsets), vocab_size, seq_len,
                                  d_model, steps, lr, batch_size)
-        accs, attn = evaluate_copy_model(model, tuple(offsets), n_eval)
+        accs, attn, seed_answers = _evaluate(model, tuple(offsets), n_eval)
         accuracy.append(accs)
+        answers.append(seed_answers)
         if i == 0:  # what each head attends to: the first seed's model
             start = max(offsets)
             profile = _offset_profile(attn, start, start + 4)
             attention = attn.mean(dim=0).tolist()  # (H, T, T) over the evaluation
             n_params = count_parameters(model)
-    return CopyRuns(n_heads, accuracy, n_params, profile, attention)
+    return CopyRuns(n_heads, accuracy, n_params, profile, attention, answers)
 
 
 @dataclass
@@ -217,6 +278,8 @@ class WhyMultiheadResult:
         n_params: Parameter count per head count.
         offset_attention: ``[i][h][o]``: mean weight that head ``h`` of the first
             seed's model with ``heads[i]`` heads puts on key ``t - o``.
+        answers: ``answers[i][s][j][k]``: share of target ``j``'s predictions that
+            are the token at ``t - offsets[k]`` (see :meth:`answered`).
     """
 
     heads: list[int]
@@ -231,6 +294,7 @@ class WhyMultiheadResult:
     accuracy: list[list[list[float]]]
     n_params: list[int]
     offset_attention: list[list[list[float]]]
+    answers: list[list[list[list[float]]]]
 
     @property
     def chance(self) -> float:
@@ -250,6 +314,30 @@ class WhyMultiheadResult:
         """Each seed's worst target, averaged over seeds."""
         runs = self.accuracy[self._index(n_heads)]
         return sum(min(r) for r in runs) / len(runs)
+
+    def ranked(self, n_heads: int, seed: int) -> list[int]:
+        """The offsets, from the best-learned target to the worst, for one seed."""
+        if seed not in self.seeds:
+            raise ValueError(f"seed must be one of {self.seeds}, got {seed}")
+        accs = self.accuracy[self._index(n_heads)][self.seeds.index(seed)]
+        return [k for _, k in sorted(zip(accs, self.offsets), reverse=True)]
+
+    def answered(self, n_heads: int, seed: int, target: int, source: int) -> float:
+        """How often the ``x[t - target]`` read-out gives the token at ``t - source``.
+
+        Its accuracy if ``source == target``; otherwise the share of its predictions
+        that are wrong and are that token, so ``answered(h, s, a, a) +
+        answered(h, s, a, b)`` is the share that is one of the tokens at ``t - a``
+        and ``t - b``.
+        """
+        if seed not in self.seeds:
+            raise ValueError(f"seed must be one of {self.seeds}, got {seed}")
+        for name, offset in (("target", target), ("source", source)):
+            if offset not in self.offsets:
+                raise ValueError(f"{name} must be one of the offsets {self.offsets}, "
+                                 f"got {offset}")
+        runs = self.answers[self._index(n_heads)][self.seeds.index(seed)]
+        return runs[self.offsets.index(target)][self.offsets.index(source)]
 
     def head_offsets(self, n_heads: int) -> list[int]:
         """The offset each head of the first seed's model attends to most."""
@@ -286,7 +374,8 @@ def run_why_multihead(
         ValueError: If a head count does not divide ``d_model``, an offset does not
             fit in ``seq_len`` or ``seeds`` is empty.
     """
-    _check_copy_settings(tuple(heads), tuple(seeds), tuple(offsets), seq_len, d_model)
+    _check_copy_settings(heads, seeds, offsets, vocab_size, seq_len, d_model, steps, lr,
+                         batch_size, n_eval)
     settings = dict(seeds=seeds, offsets=offsets, vocab_size=vocab_size, seq_len=seq_len,
                     d_model=d_model, steps=steps, lr=lr, batch_size=batch_size,
                     n_eval=n_eval)
@@ -294,7 +383,7 @@ def run_why_multihead(
     return WhyMultiheadResult(
         list(heads), list(seeds), list(offsets), vocab_size, d_model, steps, lr,
         batch_size, n_eval, [r.accuracy for r in runs], [r.n_params for r in runs],
-        [r.profile for r in runs],
+        [r.profile for r in runs], [r.answers for r in runs],
     )
 
 
@@ -304,8 +393,8 @@ def run_why_multihead(
 class _NoResidualBlock(TransformerBlock):
     """A Pre-LN block without its two residual connections (for the ablation only)."""
 
-    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
-        x = self.attn(self.ln1(x), pad_mask)  # (B, T, D), no "x +"
+    def forward(self, x: Tensor, key_mask: Tensor | None = None) -> Tensor:
+        x = self.attn(self.ln1(x), key_mask)  # (B, T, D), no "x +"
         return self.ffn(self.ln2(x))  # (B, T, D)
 
 
@@ -318,6 +407,7 @@ class _DeepModel(nn.Module):
     def __init__(self, kind: str, n_layers: int, d_model: int, n_heads: int,
                  vocab_size: int, seq_len: int) -> None:
         super().__init__()
+        check_int("n_layers", n_layers)
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
         if kind == "no_residual":
@@ -346,13 +436,26 @@ def collapse_score(hidden: Tensor) -> float:
     Near 1: every position carries (almost) the same vector, so nothing after
     this layer can tell which token stood where ("rank collapse").
     """
-    if hidden.ndim != 3 or hidden.shape[1] < 2:
-        raise ValueError(
-            f"hidden must have shape (batch, seq_len >= 2, d), got {tuple(hidden.shape)}")
+    check_tensor("hidden", hidden, "batch seq_len d", "float", seq_len=(2, None))
     T = hidden.shape[1]
     unit = F.normalize(hidden, dim=-1)
     sim = unit @ unit.transpose(1, 2)  # (B, T, T) cosine similarities
     return sim[:, ~torch.eye(T, dtype=torch.bool)].mean().item()  # off-diagonal
+
+
+def _check_residual_settings(n_layers: int, d_model: int, n_heads: int, offset: int,
+                             vocab_size: int, seq_len: int, steps: int, lr: float,
+                             batch_size: int, n_eval: int, seed: int) -> None:
+    for name, value in (("n_layers", n_layers), ("d_model", d_model),
+                        ("n_heads", n_heads), ("steps", steps),
+                        ("batch_size", batch_size), ("n_eval", n_eval)):
+        check_int(name, value)
+    check_divisible("d_model", d_model, "n_heads", n_heads)
+    check_int("seq_len", seq_len, minimum=2)
+    check_int("offset", offset, maximum=seq_len - 1)
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_finite_float("lr", lr, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
 
 
 @dataclass
@@ -385,8 +488,9 @@ def run_residual_variant(
     The collapse score is taken on 16 random sequences before the first step;
     the model trains through its own ``forward``, with PyTorch's Adam.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    check_choice("kind", kind, KINDS)
+    _check_residual_settings(n_layers, d_model, n_heads, offset, vocab_size, seq_len,
+                             steps, lr, batch_size, n_eval, seed)
     torch.manual_seed(seed)
     model = _DeepModel(kind, n_layers, d_model, n_heads, vocab_size, seq_len)
     with torch.no_grad():
@@ -417,7 +521,10 @@ class ResidualAblationResult:
         n_layers, d_model, n_heads: The model.
         offset: The task: position ``t`` predicts ``x[t - offset]``.
         vocab_size: Uniform tokens; a guessing model has loss ``ln(vocab_size)``.
+        seq_len: Tokens per sequence.
         steps, lr, batch_size: The training.
+        n_eval: Fresh sequences the accuracy is measured on (at every position
+            ``t >= offset``: :attr:`n_predictions` in all).
         window: Steps averaged for the first and last loss.
         collapse: ``{kind: score}``, :func:`collapse_score` of the last block's
             output at initialisation.
@@ -431,9 +538,11 @@ class ResidualAblationResult:
     n_heads: int
     offset: int
     vocab_size: int
+    seq_len: int
     steps: int
     lr: float
     batch_size: int
+    n_eval: int
     window: int
     collapse: dict[str, float]
     losses: dict[str, list[float]]
@@ -442,6 +551,16 @@ class ResidualAblationResult:
     @property
     def chance_loss(self) -> float:
         return math.log(self.vocab_size)
+
+    @property
+    def chance(self) -> float:
+        """Accuracy of guessing: ``1 / vocab_size``."""
+        return 1.0 / self.vocab_size
+
+    @property
+    def n_predictions(self) -> int:
+        """Predictions behind each accuracy: ``n_eval * (seq_len - offset)``."""
+        return self.n_eval * (self.seq_len - self.offset)
 
     def _curve(self, kind: str) -> list[float]:
         if kind not in self.losses:
@@ -488,19 +607,20 @@ def run_residual_ablation(
         ValueError: On an unknown kind, an offset that does not fit in ``seq_len``
             or a window longer than the training.
     """
-    for kind in kinds:
-        if kind not in KINDS:
-            raise ValueError(f"kinds must be among {KINDS}, got {kind!r}")
-    if not 1 <= offset < seq_len:
-        raise ValueError(f"offset must be in [1, seq_len={seq_len}), got {offset}")
-    if not 1 <= window <= steps:
-        raise ValueError(f"window must be in [1, steps={steps}], got {window}")
+    check_type("kinds", kinds, (list, tuple), expected="a tuple of kinds")
+    if not kinds:
+        raise ValueError(f"kinds must hold at least one of {KINDS}, got ()")
+    for i, kind in enumerate(kinds):
+        check_choice(f"kinds[{i}]", kind, KINDS)
+    _check_residual_settings(n_layers, d_model, n_heads, offset, vocab_size, seq_len,
+                             steps, lr, batch_size, n_eval, seed)
+    check_int("window", window, maximum=steps)
     settings = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, offset=offset,
                     vocab_size=vocab_size, seq_len=seq_len, steps=steps, lr=lr,
                     batch_size=batch_size, n_eval=n_eval, seed=seed)
     runs = [part(**kwargs) for part, kwargs in _residual_parts(kinds, **settings)]
     return ResidualAblationResult(
-        list(kinds), n_layers, d_model, n_heads, offset, vocab_size, steps, lr, batch_size,
-        window, {r.kind: r.collapse for r in runs}, {r.kind: r.losses for r in runs},
-        {r.kind: r.accuracy for r in runs},
+        list(kinds), n_layers, d_model, n_heads, offset, vocab_size, seq_len, steps, lr,
+        batch_size, n_eval, window, {r.kind: r.collapse for r in runs},
+        {r.kind: r.losses for r in runs}, {r.kind: r.accuracy for r in runs},
     )

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from llmlab import data
 from llmlab.cache import cached
+from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.tokenization import (
     Tokenizer,
     count_pretokens,
@@ -92,6 +93,7 @@ def corpus_text(corpus: str) -> str:
         return data.shakespeare()
     if corpus == "tang":
         return "\n".join(data.tang_poems())
+    check_str("corpus", corpus)
     raise ValueError(f"corpus ({corpus!r}) must be one of {', '.join(CORPORA)}")
 
 
@@ -169,6 +171,11 @@ def run_granularity(
 
     Taught on: "Tokenization".
     """
+    shortest = min(len(corpus_text(c)) for c in CORPORA)
+    check_int("num_chars", num_chars, maximum=shortest)
+    check_int("heldout_chars", heldout_chars, maximum=shortest)
+    check_str("en_example", en_example, nonempty=True)
+    check_str("zh_example", zh_example, nonempty=True)
     gpt2 = gpt2_tokenizer()
     schemes = ["character", "byte", "word", "subword"]
     result = GranularityResult(
@@ -288,6 +295,10 @@ def run_bpe_steps(
 
     Taught on: "Tokenization".
     """
+    check_str("text", text, nonempty=True)
+    check_int("num_merges", num_merges, minimum=0)
+    check_int("num_candidates", num_candidates)
+    check_str("split", split)
     if split == "whitespace":
         counts = dict(Counter(w.encode("utf-8") for w in text.split()))
     elif split == "gpt2":
@@ -365,8 +376,11 @@ def run_train_corpus(corpus: str, num_chars: int, num_merges: int) -> TrainedBPE
 
     Taught on: "Tokenization".
     """
+    text = corpus_text(corpus)
+    check_int("num_chars", num_chars, maximum=len(text))
+    check_int("num_merges", num_merges, minimum=0)
     start = time.perf_counter()
-    counts = count_pretokens(corpus_text(corpus)[:num_chars], [EOT])
+    counts = count_pretokens(text[:num_chars], [EOT])
     learned = learn_merges(counts, num_merges)
     return TrainedBPE(
         corpus=corpus,
@@ -453,6 +467,10 @@ def _train(
     num_merges: int, en_chars: int, zh_chars: int, heldout_chars: int
 ) -> dict[str, TrainedBPE]:
     """The runs of :func:`_train_calls`, after checking they miss the held-out text."""
+    check_int("num_merges", num_merges, minimum=0)
+    check_int("heldout_chars", heldout_chars)
+    for name, value in (("en_chars", en_chars), ("zh_chars", zh_chars)):
+        check_int(name, value)
     for corpus, name, n in (("shakespeare", "en_chars", en_chars),
                             ("tang", "zh_chars", zh_chars)):
         room = len(corpus_text(corpus)) - heldout_chars
@@ -486,6 +504,9 @@ def run_corpus_training(
 
     Taught on: "Tokenization".
     """
+    check_sizes("merge_steps", merge_steps, minimum=0)
+    check_int("num_first", num_first, minimum=0)
+    check_int("num_longest", num_longest, minimum=0)
     curves = []
     for corpus, run in _train(num_merges, en_chars, zh_chars, heldout_chars).items():
         heldout = _heldout(corpus, heldout_chars)
@@ -583,6 +604,12 @@ def run_gpt2_agreement(
 
     Taught on: "Tokenization".
     """
+    check_type("keys", keys, (list, tuple), expected="a tuple of text keys")
+    if not keys:
+        raise ValueError(
+            f"keys must hold at least one of {tuple(AGREEMENT_TEXTS)}, got ()")
+    for i, key in enumerate(keys):
+        check_choice(f"keys[{i}]", key, AGREEMENT_TEXTS)
     gpt2 = gpt2_tokenizer()
     reference = tiktoken_encoding(gpt2)
     import tiktoken
@@ -668,6 +695,8 @@ def run_chinese_tokenizers(
 
     Taught on: "Tokenization".
     """
+    check_int("context_length", context_length)
+    check_str("example", example, nonempty=True)
     runs = _train(num_merges, en_chars, zh_chars, heldout_chars)
     toks = {
         "gpt2": gpt2_tokenizer(),
@@ -782,6 +811,8 @@ def run_tokenizer_pitfalls(
 
     Taught on: "Tokenization".
     """
+    check_str("partial_text", partial_text, nonempty=True)
+    check_str("boundary_text", boundary_text, nonempty=True)
     gpt2 = gpt2_tokenizer()
     plain = Tokenizer(gpt2.vocab, gpt2.merges)  # no special tokens
     double = Tokenizer(gpt2.vocab, gpt2.merges, [EOT, EOT + EOT])
@@ -879,6 +910,11 @@ def time_training(
     Taught on: "Tokenization".
     """
     text = data.shakespeare()
+    check_int("num_chars", num_chars, maximum=len(text))
+    check_int("num_merges", num_merges, minimum=0)
+    check_int("num_processes", num_processes)
+    check_int("encode_chars", encode_chars, maximum=len(text))
+    check_int("repeats", repeats)
     counts = count_pretokens(text[:num_chars])
     seconds: dict[str, float] = {}
     start = time.perf_counter()

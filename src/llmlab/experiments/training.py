@@ -21,6 +21,10 @@ that the page can print it.
 that both languages of the page show one measurement; each result names the
 machine it ran on.
 
+The model settings keep the names of :class:`~llmlab.models.llama.LlamaConfig`
+(CS336's ``num_layers``, ``num_heads``), the configuration they describe and that
+``llmlab-train`` saves.
+
 Taught on: "Training and generating text".
 """
 
@@ -42,12 +46,22 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from llmlab.cache import cached
+from llmlab.checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_str,
+    check_type,
+)
 from llmlab.experiments.tokenization import TrainedBPE, run_train_corpus
 from llmlab.feed_forward import swiglu_hidden_dim
 from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
 from llmlab.kv_cache import KVCache
-from llmlab.models.llama import LLAMA2_7B, TransformerLM
+from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
 from llmlab.training import (
     AdamW,
     ByteTokenizer,
@@ -165,6 +179,24 @@ class TinyLMSettings:
     betas: tuple[float, float] = (0.9, 0.95)
     max_grad_norm: float = 1.0
 
+    def __post_init__(self) -> None:
+        # the model's sizes are checked again by LlamaConfig when a model is built
+        for name in ("vocab_size", "context_length", "d_model", "num_layers",
+                     "num_heads", "d_ff", "batch_size", "steps"):
+            check_int(name, getattr(self, name))
+        check_int("warmup_iters", self.warmup_iters, minimum=0,
+                  maximum=self.steps - 1)
+        check_finite_float("max_lr", self.max_lr, minimum=0.0, open_min=True)
+        check_finite_float("min_lr", self.min_lr, minimum=0.0, maximum=self.max_lr)
+        check_finite_float("weight_decay", self.weight_decay, minimum=0.0)
+        if len(check_type("betas", self.betas, (tuple, list), expected="a pair")) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_finite_float(f"betas[{i}]", beta, minimum=0.0, maximum=1.0,
+                               open_max=True)
+        check_finite_float("max_grad_norm", self.max_grad_norm, minimum=0.0,
+                           open_min=True)
+
     def model(self) -> TransformerLM:
         """A freshly initialised model of these settings (seed it first)."""
         return TransformerLM(self.vocab_size, self.context_length, self.d_model,
@@ -204,6 +236,7 @@ def corpus_text(corpus: str) -> str:
         return data.shakespeare()
     if corpus == "tang":
         return "\n".join(data.tang_poems())
+    check_str("corpus", corpus)
     raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
 
 
@@ -222,6 +255,7 @@ def poem_line_has_shape(line: str) -> bool:
     for both halves and nothing else on the line. ``"秦川雄帝宅，函谷壯皇居。"``
     has the shape; ``"伊我軒宮，奇樹青葱。"`` (4 + 4) does not.
     """
+    check_str("line", line)
     return _POEM_LINE.fullmatch(line) is not None
 
 
@@ -233,11 +267,14 @@ def poem_line_halves(line: str) -> tuple[int, int] | None:
     any length: ``"伊我軒宮，奇樹青葱。"`` gives ``(4, 4)``. A line has the poem
     shape (:func:`poem_line_has_shape`) when its halves are ``(5, 5)`` or ``(7, 7)``.
     """
+    check_str("line", line)
     m = _COUPLET.fullmatch(line)
     return None if m is None else (len(m[1]), len(m[2]))
 
 
 def _lines(text: str, drop_last: bool) -> list[str]:
+    check_str("text", text)
+    check_bool("drop_last", drop_last)
     pieces = text.split("\n")
     if drop_last:
         pieces = pieces[:-1]
@@ -278,8 +315,7 @@ def corpus_tokenizer(corpus: str, vocab_size: int):
     :data:`TOKENIZER_CHARS` characters), plus ``<|endoftext|>`` at id 256: the
     vocabulary a run of ``k`` merges learns.
     """
-    if corpus not in CORPORA:
-        raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
+    check_choice("corpus", corpus, CORPORA)
     if isinstance(vocab_size, int) and not isinstance(vocab_size, bool):
         if vocab_size == 256:
             return ByteTokenizer()
@@ -354,6 +390,11 @@ def run_loss_at_init(
 
     Taught on: "Training and generating text".
     """
+    check_sizes("vocab_sizes", vocab_sizes, minimum=2)
+    for name, value in (("d_model", d_model), ("num_layers", num_layers),
+                        ("context_length", context_length), ("batch_size", batch_size)):
+        check_int(name, value)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     losses, ppls, logv, ref = [], [], [], []
     for vocab_size in vocab_sizes:
@@ -422,6 +463,8 @@ def run_adamw_check(
 
     Taught on: "Training and generating text".
     """
+    check_int("steps", steps)
+    check_int("seed", seed, minimum=0)  # lr, betas, eps, weight_decay: AdamW checks
     torch.manual_seed(seed)
     ours = TransformerLM(64, 16, 32, 1, 2, 64)
     theirs = TransformerLM(64, 16, 32, 1, 2, 64)
@@ -484,6 +527,10 @@ def run_lr_schedule(
 
     Taught on: "Training and generating text".
     """
+    check_int("total_iters", total_iters)
+    check_int("seed", seed, minimum=0)
+    cosine_schedule(max_learning_rate, min_learning_rate, warmup_iters,
+                    cosine_cycle_iters)  # checks the settings
     its = list(range(total_iters))
     lrs = [get_lr_cosine_schedule(it, max_learning_rate, min_learning_rate,
                                   warmup_iters, cosine_cycle_iters) for it in its]
@@ -525,6 +572,8 @@ def run_gradient_clipping(
 
     Taught on: "Training and generating text".
     """
+    check_finite_float("max_l2_norm", max_l2_norm, minimum=0.0, open_min=True)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     a = TransformerLM(256, 32, 64, 2, 4, 176)
     b = TransformerLM(256, 32, 64, 2, 4, 176)
@@ -726,10 +775,18 @@ def run_training_run(
 
     Taught on: "Training and generating text".
     """
-    if corpus not in CORPORA:
-        raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
-    steps = CORPUS_STEPS[corpus] if steps is None else steps
+    check_choice("corpus", corpus, CORPORA)
+    steps = CORPUS_STEPS[corpus] if steps is None else check_int("steps", steps,
+                                                                  minimum=2)
     rows = CORPUS_SAMPLE_ROWS[corpus] if sample_rows is None else sample_rows
+    if len(check_sizes("sample_rows", rows)) != 3:
+        raise ValueError("sample_rows must be 3 counts (start, middle, end), got "
+                         f"{rows!r}")
+    check_int("eval_every", eval_every)
+    check_int("sample_tokens", sample_tokens)
+    check_finite_float("sample_temperature", sample_temperature, minimum=0.0,
+                       open_min=True)
+    check_int("seed", seed, minimum=0)
     tokenizer = corpus_tokenizer(corpus, vocab_size)
     settings = _settings(vocab_size=vocab_size, steps=steps, batch_size=batch_size,
                          context_length=context_length, d_model=d_model,
@@ -861,6 +918,11 @@ def run_sampling(
 
     Taught on: "Training and generating text".
     """
+    check_choice("corpus", corpus, CORPORA)
+    check_str("prompt", prompt, nonempty=True)
+    check_int("max_new_tokens", max_new_tokens)
+    check_int("n_top", n_top, maximum=LECTURE_VOCAB)
+    check_int("seed", seed, minimum=0)
     run = run_training_run(corpus=corpus)
     model = run.model()
     tokenizer = corpus_tokenizer(corpus, run.settings.vocab_size)
@@ -936,6 +998,9 @@ def run_kv_cache_check(
 
     Taught on: "Training and generating text".
     """
+    check_int("context_length", context_length, minimum=2)
+    check_sizes("prompt_lengths", prompt_lengths, maximum=context_length)
+    check_int("seed", seed, minimum=0)  # d_model, num_layers, num_heads: LlamaConfig
     torch.manual_seed(seed)
     model = TransformerLM(256, context_length, d_model, num_layers, num_heads,
                           swiglu_hidden_dim(d_model, 16)).eval()
@@ -1002,6 +1067,8 @@ def run_checkpoint_resume(steps_each: int = 5, seed: int = 0) -> CheckpointResum
 
     Taught on: "Training and generating text".
     """
+    check_int("steps_each", steps_each)
+    check_int("seed", seed, minimum=0)
     data = torch.randint(0, 64, (4096,))
     settings = _settings(vocab_size=64, context_length=16, d_model=32, num_layers=1,
                          num_heads=2, d_ff=64, steps=2 * steps_each, warmup_iters=2)
@@ -1116,7 +1183,10 @@ def time_training_throughput(
 
     Taught on: "Training and generating text".
     """
-    settings = settings or TinyLMSettings(vocab_size=LECTURE_VOCAB)
+    check_int("repeats", repeats)
+    check_int("steps", steps)
+    settings = TinyLMSettings(vocab_size=LECTURE_VOCAB) if settings is None else settings
+    check_type("settings", settings, TinyLMSettings)
     tokenizer = corpus_tokenizer("shakespeare", settings.vocab_size)
     text = corpus_text("shakespeare")[:100_000]  # speed does not depend on the text
     train_ids = np.asarray(tokenizer.encode(text), dtype=np.uint16)
@@ -1180,6 +1250,8 @@ def time_generation(
 
     Taught on: "Training and generating text".
     """
+    check_int("context_length", context_length, minimum=2)
+    check_int("repeats", repeats)
     settings = _settings(vocab_size=vocab_size, context_length=context_length,
                          d_model=d_model, num_layers=num_layers,
                          d_ff=swiglu_hidden_dim(d_model, 16))

@@ -4,14 +4,19 @@ One readable file in the manner of nanoGPT's ``model.py``:
 
 * :class:`MultiHeadSelfAttention`: one fused ``qkv`` projection, ``H`` heads of
   scaled dot-product attention, an output projection ``proj`` (all with biases);
-  optional causal and key-padding masks. :meth:`MultiHeadSelfAttention.forward_steps`
+  optional causal mask and ``key_mask`` (True where a key is a real token that may
+  be attended: the library's one convention, True = "may attend", that of
+  ``F.scaled_dot_product_attention``; ``nn.MultiheadAttention``'s
+  ``key_padding_mask`` is its negation). :meth:`MultiHeadSelfAttention.forward_steps`
   *is* the forward pass and returns every intermediate tensor, so a page can show
   them without re-implementing (and drifting from) the module.
 * :class:`MLP`: ``d_model -> 4 d_model -> d_model`` with GELU and biases.
 * :class:`TransformerBlock`: ``ln1, attn, ln2, ffn`` with residual connections,
   Pre-LN (GPT-2, default) or Post-LN (the original Transformer).
-* :class:`TransformerLM`: token + learned position embeddings, ``n_layers``
-  blocks, a final LayerNorm and an output layer tied to the token embedding.
+* :class:`TransformerLM` ``(vocab_size, context_length, d_model, n_layers, n_heads,
+  dropout)``, the argument order of the Llama-style one: token + learned position
+  embeddings, ``n_layers`` blocks, a final LayerNorm and an output layer tied to the
+  token embedding.
 * :class:`GPT2Config` with the :data:`GPT2_SMALL` preset, and the parameter-count
   formulas :func:`block_param_count` (``12 d² + 13 d``) and :func:`gpt2_param_count`.
 
@@ -26,7 +31,16 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from llmlab.functional import softmax
+from llmlab.checks import (
+    check_bool,
+    check_divisible,
+    check_dropout,
+    check_int,
+    check_tensor,
+    check_tensors,
+    check_type,
+)
+from llmlab.functional import causal_mask, softmax
 from llmlab.params import count_parameters
 
 __all__ = [
@@ -41,16 +55,6 @@ __all__ = [
     "gpt2_param_breakdown",
     "gpt2_param_count",
 ]
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-def _check_dropout(dropout: float) -> None:
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -81,7 +85,7 @@ class MultiHeadSelfAttention(nn.Module):
         "scores": ("q_heads @ k_heads.transpose(-2, -1) / √Dh", "(B, H, T, T)"),
         "attn": ("softmax(mask(scores), dim=-1)", "(B, H, T, T)"),
         "heads": ("attn @ v_heads", "(B, H, T, Dh)"),
-        "concat": ("heads.transpose(1, 2).view(B, T, D)", "(B, T, D)"),
+        "concat": ("heads.transpose(1, 2).contiguous().view(B, T, D)", "(B, T, D)"),
         "out": ("proj(concat)", "(B, T, D)"),
     }
 
@@ -89,15 +93,12 @@ class MultiHeadSelfAttention(nn.Module):
         self, d_model: int, n_heads: int, causal: bool = True, dropout: float = 0.0
     ) -> None:
         super().__init__()
-        _check_positive("d_model", d_model)
-        _check_positive("n_heads", n_heads)
-        if d_model % n_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by n_heads ({n_heads})"
-            )
-        _check_dropout(dropout)
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.causal = causal
+        self.d_model = check_int("d_model", d_model)
+        self.n_heads = check_int("n_heads", n_heads)
+        check_divisible("d_model", d_model, "n_heads", n_heads)
+        self.d_head = d_model // n_heads
+        self.causal = check_bool("causal", causal)
+        check_dropout(dropout)
         self.qkv = nn.Linear(d_model, 3 * d_model)  # W_Q, W_K, W_V in one matrix
         self.proj = nn.Linear(d_model, d_model)  # W^O: mixes the heads
         self.attn_dropout = nn.Dropout(dropout)
@@ -106,44 +107,19 @@ class MultiHeadSelfAttention(nn.Module):
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, d_head={self.d_head}, causal={self.causal}"
 
-    def _check_input(self, x: Tensor, pad_mask: Tensor | None) -> None:
-        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
-            got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(
-                f"x must have shape (batch, seq_len, d_model={self.d_model}), got {got}"
-            )
-        if x.shape[1] == 0:
-            raise ValueError("x has seq_len=0; expected at least 1 position")
-        if not x.dtype.is_floating_point:
-            raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-        if pad_mask is None:
-            return
-        if not isinstance(pad_mask, Tensor) or pad_mask.dtype != torch.bool:
-            got = pad_mask.dtype if isinstance(pad_mask, Tensor) else type(pad_mask)
-            raise ValueError(
-                f"pad_mask must be a boolean tensor (True = padding), got {got}"
-            )
-        if tuple(pad_mask.shape) != tuple(x.shape[:2]):
-            raise ValueError(
-                f"pad_mask must have shape (batch, seq_len) = {tuple(x.shape[:2])}, "
-                f"got {tuple(pad_mask.shape)}"
-            )
-
-    def _allowed(
-        self, B: int, T: int, pad_mask: Tensor | None, device: torch.device
-    ) -> Tensor | None:
+    def _allowed(self, T: int, key_mask: Tensor | None, device: torch.device
+                 ) -> Tensor | None:
         """Boolean ``(B or 1, 1, T, T)``: True where query ``i`` may see key ``j``."""
         allowed = None
         if self.causal:
-            allowed = torch.ones(T, T, dtype=torch.bool, device=device).tril()
-            allowed = allowed.view(1, 1, T, T)
-        if pad_mask is not None:
-            keys = (~pad_mask).view(B, 1, 1, T)  # padded keys are never attended
+            allowed = causal_mask(T, device=device).view(1, 1, T, T)
+        if key_mask is not None:
+            keys = key_mask.view(-1, 1, 1, T)  # padding keys are never attended
             allowed = keys if allowed is None else allowed & keys
         return allowed
 
     def forward_steps(
-        self, x: Tensor, pad_mask: Tensor | None = None
+        self, x: Tensor, key_mask: Tensor | None = None
     ) -> dict[str, Tensor]:
         """The forward pass, returning every intermediate tensor in order.
 
@@ -151,17 +127,20 @@ class MultiHeadSelfAttention(nn.Module):
         exactly what the module computes.
 
         Args:
-            x: ``(B, T, D)``.
-            pad_mask: Optional boolean ``(B, T)``, True at padding positions (the
-                convention of ``nn.MultiheadAttention``'s ``key_padding_mask``).
-                A query that sees no key at all gets all-zero weights, not NaN.
+            x: ``(B, T, D)``, of the module's dtype and device.
+            key_mask: Optional boolean ``(B, T)``, True where a key is a real token
+                that may be attended, False at padding (``~key_padding_mask`` of
+                ``nn.MultiheadAttention``). A query that sees no key at all gets
+                all-zero weights, not NaN.
 
         Returns:
             ``{name: tensor}`` in the order of :attr:`STEPS`, which gives each one's
             operation and shape. ``scores`` is before masking, ``attn`` after
             masking and softmax (before dropout).
         """
-        self._check_input(x, pad_mask)
+        check_tensors(x=(x, "batch seq_len d_model"),
+                      key_mask=(key_mask, "batch seq_len", "bool?"),
+                      like=self.qkv.weight, sizes=dict(d_model=self.d_model))
         B, T, D = x.shape
         H, Dh = self.n_heads, self.d_head
         qkv = self.qkv(x)  # (B, T, 3D): Q, K, V from one matmul
@@ -172,7 +151,7 @@ class MultiHeadSelfAttention(nn.Module):
         v_heads = v.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
         # every head scores every (query, key) pair: QK^T / sqrt(Dh)
         scores = q_heads @ k_heads.transpose(-2, -1) / math.sqrt(Dh)  # (B, H, T, T)
-        allowed = self._allowed(B, T, pad_mask, x.device)
+        allowed = self._allowed(T, key_mask, x.device)
         if allowed is None:
             attn = softmax(scores, dim=-1)  # (B, H, T, T), rows sum to 1
         else:
@@ -196,11 +175,15 @@ class MultiHeadSelfAttention(nn.Module):
         }
 
     def forward(
-        self, x: Tensor, pad_mask: Tensor | None = None, return_attn: bool = False
+        self, x: Tensor, key_mask: Tensor | None = None, return_weights: bool = False
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """``(B, T, D) -> (B, T, D)``, and the ``(B, H, T, T)`` weights if asked."""
-        steps = self.forward_steps(x, pad_mask)
-        return (steps["out"], steps["attn"]) if return_attn else steps["out"]
+        """``(B, T, D) -> (B, T, D)``, and the ``(B, H, T, T)`` weights if asked.
+
+        ``key_mask`` as in :meth:`forward_steps`; with ``return_weights=True`` the
+        weights (after masking and softmax, before dropout) come too.
+        """
+        steps = self.forward_steps(x, key_mask)
+        return (steps["out"], steps["attn"]) if return_weights else steps["out"]
 
 
 class MLP(nn.Module):
@@ -213,19 +196,17 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int | None = None, dropout: float = 0.0):
         super().__init__()
-        _check_positive("d_model", d_model)
-        d_ff = 4 * d_model if d_ff is None else d_ff
-        _check_positive("d_ff", d_ff)
-        _check_dropout(dropout)
+        self.d_model = check_int("d_model", d_model)
+        d_ff = 4 * d_model if d_ff is None else check_int("d_ff", d_ff)
+        check_dropout(dropout)
         self.fc = nn.Linear(d_model, d_ff)
         self.act = nn.GELU(approximate="tanh")
         self.proj = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        d_model = self.fc.in_features
-        if x.ndim == 0 or x.shape[-1] != d_model:
-            raise ValueError(f"x must end in d_model ({d_model}), got {tuple(x.shape)}")
+        """``(..., D)`` -> ``(..., D)``."""
+        check_tensor("x", x, "... d_model", like=self.fc.weight, d_model=self.d_model)
         return self.dropout(self.proj(self.act(self.fc(x))))  # (B, T, D)
 
 
@@ -258,7 +239,7 @@ class TransformerBlock(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        self.pre_ln = pre_ln
+        self.pre_ln = check_bool("pre_ln", pre_ln)
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = MultiHeadSelfAttention(
             d_model, n_heads, causal=causal, dropout=dropout
@@ -266,13 +247,16 @@ class TransformerBlock(nn.Module):
         self.ln2 = nn.LayerNorm(d_model)
         self.ffn = MLP(d_model, dropout=dropout)
 
-    def forward(self, x: Tensor, pad_mask: Tensor | None = None) -> Tensor:
-        self.attn._check_input(x, pad_mask)  # clear errors before LayerNorm's own
+    def forward(self, x: Tensor, key_mask: Tensor | None = None) -> Tensor:
+        """``(B, T, D)`` -> ``(B, T, D)``; ``key_mask`` as in the attention."""
+        check_tensors(x=(x, "batch seq_len d_model"),  # before LayerNorm's own errors
+                      key_mask=(key_mask, "batch seq_len", "bool?"),
+                      like=self.ln1.weight, sizes=dict(d_model=self.attn.d_model))
         if self.pre_ln:
-            x = x + self.attn(self.ln1(x), pad_mask)  # (B, T, D)
+            x = x + self.attn(self.ln1(x), key_mask)  # (B, T, D)
             x = x + self.ffn(self.ln2(x))  # (B, T, D)
         else:
-            x = self.ln1(x + self.attn(x, pad_mask))  # (B, T, D)
+            x = self.ln1(x + self.attn(x, key_mask))  # (B, T, D)
             x = self.ln2(x + self.ffn(x))  # (B, T, D)
         return x
 
@@ -297,6 +281,12 @@ class GPT2Config:
     n_heads: int = 12
     dropout: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "context_length", "d_model", "n_layers", "n_heads"):
+            check_int(name, getattr(self, name))
+        check_divisible("d_model", self.d_model, "n_heads", self.n_heads)
+        check_dropout(self.dropout)
+
 
 GPT2_SMALL = GPT2Config(
     vocab_size=50257, context_length=1024, d_model=768, n_layers=12, n_heads=12
@@ -310,12 +300,21 @@ def block_param_count(d_model: int) -> int:
     ``qkv`` 3d² + 3d, ``proj`` d² + d, MLP (4d² + 4d) + (4d² + d),
     two LayerNorms 4d.
     """
-    _check_positive("d_model", d_model)
+    check_int("d_model", d_model)
     return 12 * d_model**2 + 13 * d_model
 
 
+def _check_config(config: object) -> GPT2Config:
+    return check_type(
+        "config", config, GPT2Config,
+        hint="these are the GPT-2-style model's; a LlamaConfig belongs to "
+        "llmlab.models.llama (its TransformerLM.from_config, LlamaConfig.parameter_count)",
+    )
+
+
 def gpt2_param_breakdown(config: GPT2Config) -> dict[str, int]:
-    """Parameters of :class:`TransformerLM` by submodule (the tied ``lm_head`` adds none)."""
+    """Parameters of :class:`TransformerLM` by submodule (tied ``lm_head``: none)."""
+    _check_config(config)
     V, C = config.vocab_size, config.context_length
     D, L = config.d_model, config.n_layers
     return {"tok_emb": V * D, "pos_emb": C * D, "blocks": L * block_param_count(D),
@@ -324,6 +323,7 @@ def gpt2_param_breakdown(config: GPT2Config) -> dict[str, int]:
 
 def gpt2_param_count(config: GPT2Config) -> int:
     """``V·D + context·D + L·(12 D² + 13 D) + 2 D``: all parameters of the model."""
+    _check_config(config)
     return sum(gpt2_param_breakdown(config).values())
 
 
@@ -335,12 +335,14 @@ class TransformerLM(nn.Module):
     so it adds no parameters. Weights start as in GPT-2: normal with std 0.02,
     the residual output projections scaled by ``1/sqrt(2 n_layers)``.
 
+    The arguments come in the order of the Llama-style ``TransformerLM``.
+
     Args:
         vocab_size: Number of token ids ``V``.
+        context_length: Longest sequence (number of learned positions).
         d_model: Width ``D``.
-        n_heads: Heads per block.
         n_layers: Number of blocks ``L``.
-        max_len: Longest sequence (number of learned positions).
+        n_heads: Heads per block (must divide ``d_model``).
         dropout: Dropout on the embeddings and inside the blocks.
 
     Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
@@ -349,19 +351,18 @@ class TransformerLM(nn.Module):
     def __init__(
         self,
         vocab_size: int,
+        context_length: int,
         d_model: int,
-        n_heads: int,
         n_layers: int,
-        max_len: int,
+        n_heads: int,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        for name, value in [("vocab_size", vocab_size), ("n_layers", n_layers),
-                            ("max_len", max_len)]:
-            _check_positive(name, value)
-        self.vocab_size, self.max_len = vocab_size, max_len
+        # the config checks every size (and that n_heads divides d_model)
+        GPT2Config(vocab_size, context_length, d_model, n_layers, n_heads, dropout)
+        self.vocab_size, self.context_length = vocab_size, context_length
         self.tok_emb = nn.Embedding(vocab_size, d_model)
-        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.pos_emb = nn.Embedding(context_length, d_model)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             TransformerBlock(d_model, n_heads, dropout=dropout) for _ in range(n_layers)
@@ -374,9 +375,10 @@ class TransformerLM(nn.Module):
     @classmethod
     def from_config(cls, config: GPT2Config) -> TransformerLM:
         """Build the model of ``config`` (e.g. :data:`GPT2_SMALL`)."""
+        _check_config(config)
         return cls(
-            config.vocab_size, config.d_model, config.n_heads, config.n_layers,
-            config.context_length, config.dropout,
+            config.vocab_size, config.context_length, config.d_model, config.n_layers,
+            config.n_heads, config.dropout,
         )
 
     @torch.no_grad()
@@ -391,27 +393,20 @@ class TransformerLM(nn.Module):
                 std = 0.02 / math.sqrt(2 * n_layers) if residual_out else 0.02
                 p.normal_(0.0, std)
 
-    def forward(self, idx: Tensor, pad_mask: Tensor | None = None) -> Tensor:
-        """Token ids ``(B, T)`` -> logits ``(B, T, V)``."""
-        if not isinstance(idx, Tensor) or idx.ndim != 2:
-            got = tuple(idx.shape) if isinstance(idx, Tensor) else type(idx).__name__
-            raise ValueError(
-                f"idx must be token ids of shape (batch, seq_len), got {got}"
-            )
-        if idx.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-            raise ValueError(f"idx must hold integer token ids, got dtype {idx.dtype}")
+    def forward(self, idx: Tensor, key_mask: Tensor | None = None) -> Tensor:
+        """Token ids ``(B, T)`` -> logits ``(B, T, V)``.
+
+        ``key_mask`` (optional boolean ``(B, T)``): True at real tokens, False at
+        padding, which no position attends to.
+        """
+        check_tensors(idx=(idx, "batch seq_len", "index:vocab_size"),
+                      key_mask=(key_mask, "batch seq_len", "bool?"),
+                      device=self.tok_emb.weight.device,
+                      sizes=dict(vocab_size=self.vocab_size,
+                                 seq_len=(1, self.context_length, "context_length")))
         B, T = idx.shape
-        if T == 0:
-            raise ValueError("idx has seq_len=0; expected at least 1 token")
-        if T > self.max_len:
-            raise ValueError(f"seq_len ({T}) is longer than max_len ({self.max_len})")
-        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
-            raise ValueError(
-                f"token ids must be in [0, vocab_size={self.vocab_size}), got min "
-                f"{int(idx.min())} and max {int(idx.max())}"
-            )
         pos = torch.arange(T, device=idx.device)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, D)
         for block in self.blocks:
-            x = block(x, pad_mask)  # (B, T, D)
+            x = block(x, key_mask)  # (B, T, D)
         return self.lm_head(self.ln_f(x))  # (B, T, V)

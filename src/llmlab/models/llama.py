@@ -5,6 +5,11 @@ feed-forward net, no biases anywhere, an untied output layer. State-dict keys ar
 handout's (``token_embeddings``, ``layers.{i}.attn.q_proj``, ``ln_final``, ``lm_head``,
 ...), so weights trained against that interface load with ``load_state_dict``.
 
+Because this module promises the handout's interface, it keeps the handout's
+argument names where the rest of the library says ``n_heads``, ``n_layers`` and
+``d_head``: ``num_heads``, ``num_layers``, ``max_seq_len``, ``theta`` (and
+:class:`LlamaConfig` keeps them as field names).
+
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
 
@@ -16,6 +21,14 @@ import torch
 from einops import rearrange
 from torch import Tensor, nn
 
+from llmlab.checks import (
+    check_divisible,
+    check_finite_float,
+    check_int,
+    check_tensor,
+    check_tensors,
+    check_type,
+)
 from llmlab.feed_forward import SwiGLU, swiglu_hidden_dim
 from llmlab.functional import causal_mask, scaled_dot_product_attention
 from llmlab.kv_cache import KVCache, LayerKVCache
@@ -62,22 +75,27 @@ class MultiHeadSelfAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if num_heads < 1:
-            raise ValueError(f"num_heads must be at least 1, got {num_heads}")
-        if d_model % num_heads:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
-            )
-        self.d_model, self.num_heads = d_model, num_heads
+        self.d_model = check_int("d_model", d_model)
+        self.num_heads = check_int("num_heads", num_heads)
+        check_divisible("d_model", d_model, "num_heads", num_heads)
         self.d_head = d_model // num_heads
+        if theta is not None:
+            check_finite_float("theta", theta, minimum=0.0, open_min=True)
+            if max_seq_len is None:
+                raise ValueError("max_seq_len is required when theta (RoPE) is given, "
+                                 "got None")
+            check_int("max_seq_len", max_seq_len)
+            if self.d_head % 2:
+                raise ValueError(
+                    f"d_model / num_heads (d_head = {self.d_head}) must be even with "
+                    "theta (RoPE rotates pairs of dimensions)"
+                )
         self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.rope: RotaryPositionalEmbedding | None = None
         if theta is not None:
-            if max_seq_len is None:
-                raise ValueError("max_seq_len is required when theta (RoPE) is given")
             self.rope = RotaryPositionalEmbedding(
                 theta, self.d_head, max_seq_len, device=device
             )
@@ -95,11 +113,10 @@ class MultiHeadSelfAttention(nn.Module):
         positions count on from ``kv_cache.seq_len``, the new keys and values are
         appended, and the queries attend to all of them.
         """
-        if x.ndim < 2:
-            raise ValueError(f"x must be (..., seq_len, d_model), got {tuple(x.shape)}")
+        check_tensors(x=(x, "... seq_len d_model"),
+                      token_positions=(token_positions, "... seq_len", "int?"),
+                      like=self.q_proj.weight, sizes=dict(d_model=self.d_model))
         seq_len = x.shape[-2]
-        if seq_len == 0:
-            raise ValueError("x has seq_len=0; expected at least 1 position")
         # project and split into heads
         q = rearrange(self.q_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
         k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
@@ -116,8 +133,7 @@ class MultiHeadSelfAttention(nn.Module):
         mask = causal_mask(seq_len, device=x.device)  # (T, T), True = may attend
         if kv_cache is not None:  # the cached keys come first; all are visible
             k, v = kv_cache.update(k, v)  # (..., h, past+T, d_head)
-            mask = torch.ones(seq_len, past + seq_len, dtype=torch.bool,
-                              device=x.device).tril(past)  # (T, past+T)
+            mask = causal_mask(past + seq_len, device=x.device)[past:]  # (T, past+T)
         out = scaled_dot_product_attention(q, k, v, mask)  # (..., h, T, d_head)
         out = rearrange(out, "... h t d -> ... t (h d)")  # (..., T, d_model)
         return self.output_proj(out)
@@ -164,7 +180,10 @@ class TransformerBlock(nn.Module):
         token_positions: Tensor | None = None,
         kv_cache: LayerKVCache | None = None,
     ) -> Tensor:
-        """``(..., seq_len, d_model)`` -> same shape (``kv_cache``: as in attention)."""
+        """``(..., seq_len, d_model)`` -> same shape (``kv_cache``: as in attention).
+
+        ``ln1`` checks ``x`` (its shape, dtype and device) before anything else.
+        """
         x = x + self.attn(self.ln1(x), token_positions, kv_cache)  # mix positions
         return x + self.ffn(self.ln2(x))  # transform each position
 
@@ -199,6 +218,9 @@ class TransformerLM(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        # the config checks every size (num_heads divides d_model, RoPE pairs...)
+        LlamaConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff,
+                    rope_theta)
         self.vocab_size, self.context_length = vocab_size, context_length
         self.token_embeddings = Embedding(
             vocab_size, d_model, device=device, dtype=dtype
@@ -221,6 +243,9 @@ class TransformerLM(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> TransformerLM:
         """Build from a :class:`LlamaConfig`."""
+        check_type("config", config, LlamaConfig,
+                   hint="this is the Llama-style model; a GPT2Config belongs to "
+                   "llmlab.models.gpt2.TransformerLM.from_config")
         return cls(**dataclasses.asdict(config), device=device, dtype=dtype)
 
     def forward(self, in_indices: Tensor, kv_cache: KVCache | None = None) -> Tensor:
@@ -230,18 +255,11 @@ class TransformerLM(nn.Module):
         continues the cached tokens: only the new positions are computed, and the
         cache grows by ``seq_len``, to at most ``context_length``.
         """
-        seq_len = in_indices.shape[-1] if in_indices.ndim else 0
-        if in_indices.ndim == 0 or not 1 <= seq_len <= self.context_length:
-            raise ValueError(
-                "in_indices must be (..., seq_len) with 1 <= seq_len <= "
-                f"context_length ({self.context_length}), "
-                f"got shape {tuple(in_indices.shape)}"
-            )
-        if in_indices.dtype.is_floating_point or in_indices.dtype is torch.bool:
-            raise ValueError(
-                f"in_indices must hold integer token ids, got dtype {in_indices.dtype}"
-            )
-        past = 0 if kv_cache is None else _check_kv_cache(self, kv_cache, seq_len)
+        check_tensor("in_indices", in_indices, "... seq_len", "index:vocab_size",
+                     device=self.lm_head.weight.device, vocab_size=self.vocab_size,
+                     seq_len=(1, self.context_length, "context_length"))
+        seq_len = in_indices.shape[-1]
+        past = 0 if kv_cache is None else _cached_tokens(self, kv_cache, seq_len)
         x = self.token_embeddings(in_indices)  # (..., T, d_model)
         positions = torch.arange(past, past + seq_len, device=in_indices.device)  # (T,)
         caches = [None] * len(self.layers) if kv_cache is None else kv_cache.layers
@@ -250,10 +268,9 @@ class TransformerLM(nn.Module):
         return self.lm_head(self.ln_final(x))  # (..., T, vocab_size)
 
 
-def _check_kv_cache(model: TransformerLM, kv_cache: KVCache, seq_len: int) -> int:
+def _cached_tokens(model: TransformerLM, kv_cache: KVCache, seq_len: int) -> int:
     """Tokens already in ``kv_cache``, after checking that ``seq_len`` more fit."""
-    if not isinstance(kv_cache, KVCache):
-        raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
+    check_type("kv_cache", kv_cache, KVCache)
     if len(kv_cache.layers) != len(model.layers):
         raise ValueError(
             f"kv_cache has {len(kv_cache.layers)} layers; the model has "
@@ -277,6 +294,9 @@ def llama_parameter_count(
     keyword arguments (``num_heads``, ``context_length``, ...) are ignored: RoPE has
     no parameters and the head count does not change the count.
     """
+    for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
+                        ("num_layers", num_layers), ("d_ff", d_ff)):
+        check_int(name, value)
     per_layer = 4 * d_model**2 + 3 * d_model * d_ff + 2 * d_model
     embeddings = lm_head = vocab_size * d_model
     return embeddings + num_layers * per_layer + d_model + lm_head
@@ -307,13 +327,13 @@ class LlamaConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "num_layers",
                      "num_heads", "d_ff"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.d_model % self.num_heads:
+            check_int(name, getattr(self, name))
+        check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        check_finite_float("rope_theta", self.rope_theta, minimum=0.0, open_min=True)
+        if (self.d_model // self.num_heads) % 2:
             raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by num_heads "
-                f"({self.num_heads})"
+                f"d_model / num_heads (d_head = {self.d_model // self.num_heads}) must "
+                "be even (RoPE rotates pairs of dimensions)"
             )
 
     def parameter_count(self) -> int:

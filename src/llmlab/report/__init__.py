@@ -25,9 +25,20 @@ import hashlib
 import html
 import io
 import json
+import math
+import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from llmlab.checks import (
+    check_bool,
+    check_callable,
+    check_finite_float,
+    check_int,
+    check_str,
+    check_type,
+)
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -73,6 +84,10 @@ class Label:
     zh: str
     en: str
 
+    def __post_init__(self) -> None:
+        check_str("zh", self.zh)
+        check_str("en", self.en)
+
     def text(self, lang: str | None = None) -> str:
         return getattr(self, language(lang))
 
@@ -85,18 +100,18 @@ class Label:
 
 def label(zh: str, en: str) -> Label:
     """Words a reader sees, in both languages: ``label("最差的目标", "worst target")``."""
-    for name, value in (("zh", zh), ("en", en)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     return Label(zh, en)
 
 
 def text(value: Any, lang: str | None = None) -> str:
     """``value`` as text in ``lang``: a :class:`Label`'s words, anything else ``str()``."""
+    lang = language(lang)
     return value.text(lang) if isinstance(value, Label) else str(value)
 
 
 def yes_no(flag: bool) -> Label:
+    """``是`` / ``yes`` or ``否`` / ``no``."""
+    check_bool("flag", flag)
     return label("是", "yes") if flag else label("否", "no")
 
 
@@ -110,6 +125,11 @@ class Localized:
 
     def __init__(self, make: Callable[[str], str], alt: Label | None = None,
                  digest: str | None = None) -> None:
+        check_callable("make", make)
+        if alt is not None:
+            check_type("alt", alt, Label, expected="a Label (both languages)")
+        if digest is not None:
+            check_str("digest", digest)
         self.make, self.alt, self.digest = make, alt, digest
 
     def render(self, lang: str | None = None) -> str:
@@ -136,27 +156,44 @@ class Localized:
 # --------------------------------------------------------------------------
 # numbers and tables
 # --------------------------------------------------------------------------
+def _scalar(name: str, x: Any, integral: bool) -> Any:
+    """``x`` as a Python number: a number, or a one-element tensor or array."""
+    if hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, numbers.Number):
+        size = math.prod(x.shape)
+        if size != 1:
+            raise ValueError(f"{name} must be one number, got an array of shape "
+                             f"{tuple(x.shape)}")
+        x = x.item()
+    if integral:
+        return check_int(name, x, minimum=None)
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
+    return float(x)  # NaN and inf are shown as such ("nan", "inf"), not refused
+
+
 def fmt_int(n: int) -> str:
-    """``124439808`` -> ``"124,439,808"``."""
-    return f"{int(n):,}"
+    """``124439808`` -> ``"124,439,808"`` (an int, not a float that would be cut)."""
+    return f"{_scalar('n', n, integral=True):,}"
 
 
 def fmt_float(x: float, digits: int = 3) -> str:
     """Fixed-point with ``digits`` decimals; ``-0.000`` is shown as ``0.000``."""
-    out = f"{float(x):.{digits}f}"
+    x = _scalar("x", x, integral=False)
+    out = f"{x:.{check_int('digits', digits, minimum=0)}f}"
     return out[1:] if out.startswith("-") and float(out) == 0 else out
 
 
 def fmt_pct(x: float, digits: int = 1) -> str:
     """``0.1234`` -> ``"12.3%"``."""
-    return f"{100 * float(x):.{digits}f}%"
+    x = _scalar("x", x, integral=False)
+    return f"{100 * x:.{check_int('digits', digits, minimum=0)}f}%"
 
 
 def fmt_shape(shape: Sequence[int]) -> str:
     """``torch.Size([2, 5, 16])`` -> ``"(2, 5, 16)"``."""
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise TypeError(f"shape must be a sequence of ints such as (2, 5, 16), got {shape!r}")
-    dims = tuple(int(d) for d in shape)
+    dims = tuple(check_int(f"shape[{i}]", d, minimum=0) for i, d in enumerate(shape))
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 
@@ -179,12 +216,23 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
     Raises:
         ValueError: If a row or ``align`` has the wrong number of columns.
     """
-    lang, n = language(lang), len(headers)
-    align = "l" + "r" * (n - 1) if align is None else align
+    lang = language(lang)
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, Sequence):
+        raise TypeError(f"headers must be a list of column titles, got "
+                        f"{type(headers).__name__} {headers!r}")
+    if not headers:
+        raise ValueError("headers must name at least one column, got []")
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of rows, got {type(rows).__name__}")
+    rows = list(rows)
+    n = len(headers)
+    align = "l" + "r" * (n - 1) if align is None else check_str("align", align)
     if len(align) != n or set(align) - set("lcr"):
         raise ValueError(
             f"align must have one of 'l', 'c', 'r' per column ({n} columns), got {align!r}")
     for i, row in enumerate(rows):
+        if isinstance(row, (str, bytes)) or not hasattr(row, "__len__"):
+            raise TypeError(f"rows[{i}] must be a list of cells, got {type(row).__name__}")
         if len(row) != n:
             raise ValueError(f"row {i} has {len(row)} cells, expected {n} (one per header)")
     rule = {"l": ":--", "c": ":-:", "r": "--:"}
@@ -197,6 +245,8 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
 def table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
           align: str | None = None) -> Localized:
     """:func:`markdown_table`, made in the reader's language when shown."""
+    if hasattr(rows, "__iter__") and not isinstance(rows, (str, bytes)):
+        rows = list(rows)  # made again in each language
     markdown_table(headers, rows, align, DEFAULT_LANGUAGE)  # bad input fails here
     return Localized(lambda lang: markdown_table(headers, rows, align, lang))
 
@@ -230,6 +280,8 @@ def svg_from_figure(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.StringIO()
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a Matplotlib Figure, got {type(fig).__name__}")
     fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
@@ -244,6 +296,10 @@ def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = N
     """
     if not isinstance(svg, str):
         raise TypeError(f"svg must be SVG text (str), got {type(svg).__name__}")
+    if width is not None:
+        check_str("width", width, nonempty=True)
+    if digest is not None:
+        check_str("digest", digest, nonempty=True)
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     style = f' style="width:{html.escape(width)}"' if width else ""
     mark = f' data-digest="{html.escape(digest)}"' if digest else ""
@@ -284,6 +340,22 @@ def heatmap_svg(matrix: Any, row_labels: Sequence[Any] | None = None,
     if data.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(data.shape)}")
     rows, cols = data.shape
+    if not rows or not cols:
+        raise ValueError(f"matrix must hold at least one value, got shape {data.shape}")
+    if data.dtype.kind not in "biuf":
+        raise ValueError(f"matrix must hold numbers, got dtype {data.dtype}")
+    for name, labels, size in (("row_labels", row_labels, rows),
+                               ("col_labels", col_labels, cols)):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"{name} must have one label per {name[:3]} ({size}), got "
+                             f"{len(labels)}")
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None:
+            check_finite_float(name, value)
+    if vmin is not None and vmax is not None and not vmin < vmax:
+        raise ValueError(f"vmin ({vmin}) must be below vmax ({vmax})")
+    check_bool("annotate", annotate)
+    check_str("cmap", cmap, nonempty=True)
 
     def draw(fig: Any, ax: Any) -> None:
         image = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
@@ -310,6 +382,12 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
                   width: float = 6.0, height: float = 3.6, lang: str | None = None) -> str:
     """Lines ``{name: (x, y)}`` on one axis as SVG text, labels in ``lang``."""
     lang = language(lang)
+    _check_series(series)
+    for name, y in (hlines or {}).items():
+        check_finite_float(f"hlines[{text(name)!r}]", y)
+    check_bool("logy", logy)
+    check_finite_float("width", width, minimum=0.0, open_min=True)
+    check_finite_float("height", height, minimum=0.0, open_min=True)
 
     def draw(fig: Any, ax: Any) -> None:
         for name, (xs, ys) in series.items():
@@ -323,6 +401,20 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
         ax.legend(frameon=False)
 
     return _draw(lang, width, height, draw)
+
+
+def _check_series(series: object) -> None:
+    check_type("series", series, Mapping, expected="a dict of name -> (xs, ys)")
+    if not series:
+        raise ValueError("series must hold at least one line, got {}")
+    for name, line in series.items():
+        where = f"series[{text(name)!r}]"
+        if not isinstance(line, (list, tuple)) or len(line) != 2:
+            raise TypeError(f"{where} must be a pair (xs, ys), got {type(line).__name__}")
+        xs, ys = (list(v) for v in line)
+        if not xs or len(xs) != len(ys):
+            raise ValueError(f"{where} must have as many ys as xs (at least one), got "
+                             f"{len(xs)} xs and {len(ys)} ys")
 
 
 def _digest(data: Any) -> str:
@@ -351,6 +443,7 @@ def figure(make_svg: Callable[[str], str], alt: Label, data: Any = None) -> Loca
         alt: What the figure shows, in both languages.
         data: What it plots; its digest marks the figure (see :func:`img_tag`).
     """
+    check_callable("make_svg", make_svg)
     if not isinstance(alt, Label):
         raise TypeError(f"alt must be a Label (both languages), got {type(alt).__name__}")
     return Localized(make_svg, alt, _digest(data) if data is not None else None)
@@ -369,5 +462,6 @@ def heatmap(matrix: Any, *args: Any, alt: Label, **kwargs: Any) -> Localized:
 def line_plot(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]], *,
               alt: Label, **kwargs: Any) -> Localized:
     """:func:`line_plot_svg` as a :func:`figure`."""
+    _check_series(series)
     return figure(lambda lang: line_plot_svg(series, **kwargs, lang=lang), alt,
                   data=[list(series.values()), list(kwargs.get("hlines", {}).values())])

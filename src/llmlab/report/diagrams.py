@@ -723,7 +723,7 @@ def _describe_models() -> dict[str, dict[str, Any]]:
     """The parts of a tiny GPT-2-style and a tiny Llama-style model, read off the modules."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        g = gpt2.TransformerLM(vocab_size=16, d_model=8, n_heads=2, n_layers=1, max_len=8)
+        g = gpt2.TransformerLM(vocab_size=16, context_length=8, d_model=8, n_layers=1, n_heads=2)
         m = llama.TransformerLM(vocab_size=16, context_length=8, d_model=8, num_layers=1,
                                 num_heads=2, d_ff=16)
     gb, mb = g.blocks[0], m.layers[0]

@@ -5,7 +5,10 @@ Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llmlab.experiments.multihead import ResidualAblationResult, WhyMultiheadResult
+from llmlab.checks import check_type
 from llmlab.report import (
     Localized,
     fmt_float,
@@ -20,6 +23,7 @@ from llmlab.report import (
 __all__ = [
     "residual_figure",
     "residual_table",
+    "why_multihead_answer_table",
     "why_multihead_figure",
     "why_multihead_seed_table",
     "why_multihead_table",
@@ -34,6 +38,7 @@ KIND_NAMES = {
 
 def why_multihead_table(result: WhyMultiheadResult) -> Localized:
     """Per head count: ``d_head``, accuracy per target (mean over seeds), worst, parameters."""
+    check_type("result", result, WhyMultiheadResult)
     headers = [label("头数", "heads"), "d_head", *[f"x[t−{k}]" for k in result.offsets],
                label("最差的目标", "worst target"), label("参数量", "parameters")]
     rows = [
@@ -46,6 +51,7 @@ def why_multihead_table(result: WhyMultiheadResult) -> Localized:
 
 def why_multihead_seed_table(result: WhyMultiheadResult) -> Localized:
     """One row per (head count, seed): the accuracy of each target."""
+    check_type("result", result, WhyMultiheadResult)
     headers = [label("头数", "heads"), label("种子", "seed"),
                *[f"x[t−{k}]" for k in result.offsets]]
     rows = [[h, seed, *[fmt_pct(a) for a in accs]]
@@ -54,8 +60,34 @@ def why_multihead_seed_table(result: WhyMultiheadResult) -> Localized:
     return table(headers, rows)
 
 
+def why_multihead_answer_table(
+    result: WhyMultiheadResult, runs: Sequence[tuple[int, int]]
+) -> Localized:
+    """What each read-out answered, for the ``(n_heads, seed)`` models in ``runs``.
+
+    One row per read-out ``x[t−k]``, one column per target position ``t−o``: the
+    share of its predictions that are the token there. In the read-out's own column
+    (bold) that is its accuracy; in the others, only its wrong answers count.
+    """
+    check_type("result", result, WhyMultiheadResult)
+    check_type("runs", runs, (list, tuple), expected="a list of (n_heads, seed) pairs")
+    headers = [label("模型", "model"), label("输出层", "read-out"),
+               *[f"x[t−{o}]" for o in result.offsets]]
+    rows = []
+    for n_heads, seed in runs:
+        model = label(f"{n_heads} 个头，种子 {seed}",
+                      f"{n_heads} head{'s' if n_heads > 1 else ''}, seed {seed}")
+        for i, k in enumerate(result.offsets):
+            shares = [(o, fmt_pct(result.answered(n_heads, seed, k, o)))
+                      for o in result.offsets]
+            cells = [f"**{c}**" if o == k else c for o, c in shares]  # bold: accuracy
+            rows.append([model if i == 0 else "", f"x[t−{k}]", *cells])
+    return table(headers, rows, align="ll" + "r" * len(result.offsets))
+
+
 def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
     """Heatmap: one row per head of the first seed's models, one column per offset."""
+    check_type("result", result, WhyMultiheadResult)
     rows, names = [], []
     for n_heads, per_head in zip(result.heads, result.offset_attention):
         for h, row in enumerate(per_head):
@@ -75,6 +107,7 @@ def why_multihead_figure(result: WhyMultiheadResult) -> Localized:
 
 def residual_table(result: ResidualAblationResult) -> Localized:
     """Per kind of block: collapse at initialisation, first and last loss, accuracy."""
+    check_type("result", result, ResidualAblationResult)
     w = result.window
     headers = [label("块", "block"), label("初始化时的坍缩程度", "collapse at init"),
                label(f"前 {w} 步的损失", f"loss, first {w} steps"),
@@ -88,6 +121,7 @@ def residual_table(result: ResidualAblationResult) -> Localized:
 
 def residual_figure(result: ResidualAblationResult) -> Localized:
     """Training-loss curves of every kind, with the guessing loss ``ln V``."""
+    check_type("result", result, ResidualAblationResult)
     series = {KIND_NAMES[k]: (range(1, len(result.losses[k]) + 1), result.losses[k])
               for k in result.kinds}
     v = result.vocab_size

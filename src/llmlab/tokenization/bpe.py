@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from llmlab.checks import check_int, check_path, check_type
 from llmlab.tokenization.pretokenize import check_special_tokens, count_pretokens_file
 
 __all__ = [
@@ -56,11 +57,7 @@ def check_vocab_size(vocab_size: object, num_special: int) -> int:
 
     Taught on: "Tokenization".
     """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(
-            f"vocab_size must be an int, got {type(vocab_size).__name__} "
-            f"({vocab_size!r})"
-        )
+    check_int("vocab_size", vocab_size, minimum=None)
     least = 256 + num_special
     if vocab_size < least:
         raise ValueError(
@@ -71,11 +68,8 @@ def check_vocab_size(vocab_size: object, num_special: int) -> int:
 
 
 def _check_counts(pretoken_counts: object) -> Mapping[bytes, int]:
-    if not isinstance(pretoken_counts, Mapping):
-        raise TypeError(
-            "pretoken_counts must be a mapping of bytes to int, got "
-            f"{type(pretoken_counts).__name__}"
-        )
+    check_type("pretoken_counts", pretoken_counts, Mapping,
+               expected="a mapping of bytes to int")
     for word, n in pretoken_counts.items():
         if not isinstance(word, bytes):
             raise TypeError(
@@ -89,11 +83,7 @@ def _check_counts(pretoken_counts: object) -> Mapping[bytes, int]:
 
 
 def _check_num_merges(num_merges: object) -> int:
-    if isinstance(num_merges, bool) or not isinstance(num_merges, int):
-        raise TypeError(f"num_merges must be an int, got {type(num_merges).__name__}")
-    if num_merges < 0:
-        raise ValueError(f"num_merges ({num_merges}) must be >= 0")
-    return num_merges
+    return check_int("num_merges", num_merges, minimum=0)
 
 
 def _merge_word(word: list[int], a: int, b: int, new: int) -> list[int]:
@@ -296,6 +286,12 @@ def vocab_from_merges(
     Taught on: "Tokenization".
     """
     specials = check_special_tokens(special_tokens)
+    check_type("merges", merges, (list, tuple), expected="a list of pairs of bytes")
+    for rank, pair in enumerate(merges):
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2
+                and all(isinstance(t, bytes) and t for t in pair)):
+            raise TypeError(f"merges[{rank}] must be a pair of non-empty bytes, got "
+                            f"{pair!r}")
     vocab = {i: bytes([i]) for i in range(256)}
     for token in specials:
         vocab[len(vocab)] = token.encode("utf-8")
@@ -323,11 +319,7 @@ def train_bpe_from_counts(
 
 
 def _check_input_path(input_path: object) -> Path:
-    if not isinstance(input_path, (str, os.PathLike)):
-        raise TypeError(
-            f"input_path must be a str or os.PathLike, got {type(input_path).__name__}"
-        )
-    path = Path(input_path)
+    path = Path(check_path("input_path", input_path))
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ValueError(f"input_path ({str(path)!r}) {what}; expected a text file")
@@ -371,12 +363,8 @@ def train_bpe(
     specials = check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, len(specials))
     path = _check_input_path(input_path)
-    if num_processes is not None and (
-        isinstance(num_processes, bool)
-        or not isinstance(num_processes, int)
-        or num_processes < 1
-    ):
-        raise ValueError(f"num_processes ({num_processes!r}) must be an int >= 1")
+    if num_processes is not None:
+        check_int("num_processes", num_processes)
     try:
         counts = count_pretokens_file(path, specials, num_processes)
     except UnicodeDecodeError as err:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import regex
 
+from llmlab.checks import check_int, check_path, check_str
+
 __all__ = [
     "GPT2_PATTERN",
     "PARALLEL_MIN_BYTES",
@@ -92,6 +94,7 @@ def special_token_pattern(special_tokens: Sequence[str]) -> regex.Pattern | None
 
     Taught on: "Tokenization".
     """
+    special_tokens = check_special_tokens(special_tokens)
     if not special_tokens:
         return None
     ordered = sorted(special_tokens, key=len, reverse=True)
@@ -106,7 +109,8 @@ def split_on_special_tokens(text: str, special_tokens: Sequence[str]) -> list[st
 
     Taught on: "Tokenization".
     """
-    pattern = special_token_pattern(check_special_tokens(list(special_tokens)))
+    check_str("text", text)
+    pattern = special_token_pattern(check_special_tokens(special_tokens))
     if pattern is None:
         return [text] if text else []
     pieces = regex.split(f"({pattern.pattern})", text)
@@ -120,9 +124,7 @@ def pretokenize(text: str) -> list[str]:
 
     Taught on: "Tokenization".
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _PRETOKEN.findall(text)
+    return _PRETOKEN.findall(check_str("text", text))
 
 
 def _count_text(text: str, split: regex.Pattern | None) -> Counter[str]:
@@ -143,8 +145,7 @@ def count_pretokens(
 
     Taught on: "Tokenization".
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_str("text", text)
     split = special_token_pattern(check_special_tokens(special_tokens))
     counts = _count_text(text, split)
     return {word.encode("utf-8"): n for word, n in counts.items()}
@@ -183,6 +184,8 @@ def chunk_boundaries(path: str | os.PathLike, num_chunks: int) -> list[int]:
 
     Taught on: "Tokenization".
     """
+    check_path("path", path)
+    check_int("num_chunks", num_chunks)
     size = os.path.getsize(path)
     bounds = [0]
     with open(path, "rb") as fh:
@@ -227,6 +230,9 @@ def count_pretokens_file(
     Taught on: "Tokenization".
     """
     tokens = tuple(check_special_tokens(special_tokens))
+    check_path("path", path)
+    if num_processes is not None:
+        check_int("num_processes", num_processes)
     size = os.path.getsize(path)
     if num_processes is None:
         num_processes = _available_cpus() if size >= PARALLEL_MIN_BYTES else 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmlab.checks import check_str, check_type
 from llmlab.tokenization.pretokenize import GPT2_PATTERN
 from llmlab.tokenization.tokenizer import Tokenizer
 
@@ -24,6 +25,8 @@ def require(module: str, why: str) -> Any:
     """
     import importlib
 
+    check_str("module", module, nonempty=True)
+    check_str("why", why)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as err:
@@ -41,10 +44,8 @@ def tiktoken_encoding(tokenizer: Tokenizer, name: str = "llmlab-gpt2") -> Any:
 
     Taught on: "Tokenization".
     """
-    if not isinstance(tokenizer, Tokenizer):
-        raise TypeError(
-            f"tokenizer must be a Tokenizer, got {type(tokenizer).__name__}"
-        )
+    check_type("tokenizer", tokenizer, Tokenizer)
+    check_str("name", name, nonempty=True)
     tiktoken = require("tiktoken", "to compare with OpenAI's tiktoken")
     specials = tokenizer.special_ids
     special_ids = set(specials.values())

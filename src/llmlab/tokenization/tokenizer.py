@@ -21,6 +21,7 @@ from pathlib import Path
 
 import regex
 
+from llmlab.checks import check_int, check_path, check_str, check_type
 from llmlab.tokenization.pretokenize import (
     GPT2_PATTERN,
     check_special_tokens,
@@ -61,10 +62,7 @@ def bytes_to_unicode() -> dict[int, str]:
 
 
 def _check_vocab(vocab: object) -> dict[int, bytes]:
-    if not isinstance(vocab, Mapping):
-        raise TypeError(
-            f"vocab must be a dict of int to bytes, got {type(vocab).__name__}"
-        )
+    check_type("vocab", vocab, Mapping, expected="a dict of int to bytes")
     for i, token in vocab.items():
         if isinstance(i, bool) or not isinstance(i, int) or i < 0:
             raise ValueError(f"vocab keys must be ids (ints >= 0), got {i!r}")
@@ -122,10 +120,7 @@ class Tokenizer:
     ) -> None:
         self.vocab = _check_vocab(vocab)
         self.special_tokens = check_special_tokens(special_tokens)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or (
-            cache_size < 0
-        ):
-            raise ValueError(f"cache_size ({cache_size!r}) must be an int >= 0")
+        check_int("cache_size", cache_size, minimum=0)
         # bytes -> id; the lowest id wins if a token occurs twice
         self._ids: dict[bytes, int] = {}
         for i in sorted(self.vocab):
@@ -329,8 +324,7 @@ class Tokenizer:
 
         Taught on: "Tokenization".
         """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        check_str("text", text)
         try:
             return self._encode(text)
         except UnicodeEncodeError as err:
@@ -438,10 +432,7 @@ def _surrogate_error(name: str, err: UnicodeEncodeError) -> ValueError:
 
 
 def _read(path: object, name: str) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(
-            f"{name} must be a str or os.PathLike, got {type(path).__name__}"
-        )
+    check_path(name, path)
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

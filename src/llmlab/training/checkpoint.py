@@ -15,7 +15,7 @@ from typing import IO, Any
 import torch
 from torch import nn
 
-from llmlab.checks import check_int
+from llmlab.checks import check_int, check_type
 
 __all__ = ["checkpoint_extra", "load_checkpoint", "save_checkpoint"]
 
@@ -43,11 +43,16 @@ def save_checkpoint(
 
     Taught on: "Training and generating text".
     """
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    check_type("optimizer", optimizer, torch.optim.Optimizer,
+               expected="a torch.optim.Optimizer")
     check_int("iteration", iteration, minimum=0)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator, got {type(generator).__name__}"
-        )
+    _check_file("out", out, "write")
+    if generator is not None:
+        check_type("generator", generator, torch.Generator,
+                   expected="a torch.Generator")
+    if extra is not None:
+        check_type("extra", extra, dict, expected="a dict of plain data")
     rng = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -86,10 +91,19 @@ def load_checkpoint(
         The iteration saved with the checkpoint.
 
     Raises:
+        TypeError: An argument of the wrong kind.
         ValueError: ``generator`` is given but the checkpoint saved none.
 
     Taught on: "Training and generating text".
     """
+    _check_file("src", src, "read")
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    if optimizer is not None:
+        check_type("optimizer", optimizer, torch.optim.Optimizer,
+                   expected="a torch.optim.Optimizer or None")
+    if generator is not None:
+        check_type("generator", generator, torch.Generator,
+                   expected="a torch.Generator")
     checkpoint = torch.load(src, map_location=map_location, weights_only=True)
     model.load_state_dict(checkpoint["model"])
     if optimizer is not None:
@@ -113,4 +127,14 @@ def checkpoint_extra(src: PathOrFile) -> dict[str, Any]:
 
     Taught on: "Training and generating text".
     """
+    _check_file("src", src, "read")
     return torch.load(src, map_location="cpu", weights_only=True)["extra"]
+
+
+def _check_file(name: str, value: object, method: str) -> None:
+    """A path, or a binary file-like object with ``method`` (``read``, ``write``)."""
+    if not isinstance(value, (str, os.PathLike)) and not hasattr(value, method):
+        raise TypeError(
+            f"{name} must be a path or a binary file object with .{method}(), got "
+            f"{type(value).__name__}"
+        )

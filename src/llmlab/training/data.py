@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_int
+from llmlab.checks import check_finite_float, check_int
 
 __all__ = ["ByteTokenizer", "get_batch", "split_tokens"]
 
@@ -82,26 +82,26 @@ def get_batch(
     return windows[:, :-1], windows[:, 1:]  # inputs, next-token targets
 
 
-def _check_dataset(dataset: object) -> int:
+def _check_dataset(dataset: object, name: str = "dataset") -> int:
     if isinstance(dataset, Tensor):
         dtype_ok = not (dataset.dtype.is_floating_point or dataset.dtype.is_complex
                         or dataset.dtype == torch.bool)
         if dataset.device.type != "cpu":
-            raise ValueError(f"dataset must be on the CPU, got {dataset.device}")
+            raise ValueError(f"{name} must be on the CPU, got {dataset.device}")
     elif isinstance(dataset, np.ndarray):
         dtype_ok = dataset.dtype.kind in "iu"
     else:
         raise TypeError(
-            "dataset must be a numpy array, numpy.memmap or torch.Tensor of token "
+            f"{name} must be a numpy array, numpy.memmap or torch.Tensor of token "
             f"ids, got {type(dataset).__name__}"
         )
     if not dtype_ok:
         raise ValueError(
-            f"dataset must hold integer token ids, got dtype {dataset.dtype}"
+            f"{name} must hold integer token ids, got dtype {dataset.dtype}"
         )
     if dataset.ndim != 1:
         raise ValueError(
-            f"dataset must be 1-D (n_tokens,), got shape {tuple(dataset.shape)}"
+            f"{name} must be 1-D (n_tokens,), got shape {tuple(dataset.shape)}"
         )
     return int(dataset.shape[0])
 
@@ -116,11 +116,9 @@ def split_tokens(
 
     Taught on: "Training and generating text".
     """
-    n_tokens = _check_dataset(tokens)
-    if not 0.0 < validation_fraction < 1.0:
-        raise ValueError(
-            f"validation_fraction must lie in (0, 1), got {validation_fraction}"
-        )
+    n_tokens = _check_dataset(tokens, "tokens")
+    check_finite_float("validation_fraction", validation_fraction, minimum=0.0,
+                       maximum=1.0, open_min=True, open_max=True)
     cut = n_tokens - int(round(n_tokens * validation_fraction))
     if not 0 < cut < n_tokens:
         raise ValueError(
@@ -150,12 +148,18 @@ class ByteTokenizer:
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterable[int]:
         """Ids of each string in turn (e.g. the lines of an open file)."""
+        if isinstance(iterable, (str, bytes)):
+            raise TypeError("iterable must yield str pieces (e.g. an open text file), "
+                            f"got a {type(iterable).__name__}; use encode() for one")
         for text in iterable:
             yield from self.encode(text)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Bytes back to text; a cut multi-byte character becomes U+FFFD."""
-        ids = list(ids)
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        for i in ids:  # ints: not floats, not bools
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"ids must hold ints, got {type(i).__name__} {i!r}")
         if any(not 0 <= i < 256 for i in ids):
             raise ValueError("ids must lie in [0, 256) (bytes) for ByteTokenizer")
         return bytes(ids).decode("utf-8", errors="replace")

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from llmlab.checks import check_finite_float, check_int
-from llmlab.training.data import get_batch
+from llmlab.checks import check_callable, check_finite_float, check_int, check_type
+from llmlab.training.data import _check_dataset, get_batch
 from llmlab.training.loss import cross_entropy
 from llmlab.training.optim import gradient_clipping
 
@@ -109,10 +109,11 @@ def estimate_loss(
 
     Taught on: "Training and generating text".
     """
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    n_tokens = _check_dataset(dataset)
     check_int("batch_size", batch_size)
     check_int("context_length", context_length)
     check_int("num_batches", num_batches)
-    n_tokens = len(dataset)
     if n_tokens <= context_length:
         raise ValueError(
             f"dataset has {n_tokens} tokens; it must hold more than context_length "
@@ -183,6 +184,14 @@ def train(
     context_length = _check_train_args(model, train_data, val_data, steps, batch_size,
                                        context_length, eval_every, eval_batches,
                                        max_grad_norm, seed, start_iteration)
+    check_type("optimizer", optimizer, torch.optim.Optimizer,
+               expected="a torch.optim.Optimizer")
+    for name, fn in (("lr_schedule", lr_schedule), ("callback", callback)):
+        if fn is not None:
+            check_callable(name, fn)
+    if generator is not None:
+        check_type("generator", generator, torch.Generator,
+                   expected="a torch.Generator")
     if generator is None:
         generator = torch.Generator().manual_seed(seed)
     device = device if device is not None else _model_device(model)
@@ -253,6 +262,7 @@ def _check_train_args(
     seed: int,
     start_iteration: int,
 ) -> int:
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
     check_int("steps", steps)
     check_int("batch_size", batch_size)
     if context_length is None:
@@ -275,6 +285,8 @@ def _check_train_args(
     check_int("seed", seed, minimum=0)
     check_int("start_iteration", start_iteration, minimum=0)
     for name, data in (("train_data", train_data), ("val_data", val_data)):
+        if data is not None:
+            _check_dataset(data, name)
         if data is not None and len(data) <= context_length:
             raise ValueError(
                 f"{name} has {len(data)} tokens; it must hold more than "

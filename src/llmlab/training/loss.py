@@ -63,6 +63,9 @@ def _check_cross_entropy(logits: Tensor, targets: Tensor) -> None:
             f"vocab_size), got {shape}"
         )
     check_token_ids("targets", targets, logits.shape[-1])
+    if targets.device != logits.device:
+        raise ValueError(f"targets is on {targets.device} but logits is on "
+                         f"{logits.device}; move it (e.g. targets.to(logits.device))")
 
 
 def perplexity(loss: float | Tensor) -> float:
