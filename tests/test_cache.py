@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import textwrap
@@ -81,6 +82,31 @@ def test_a_machine_dependent_key_names_the_machine(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(cache, "machine_fingerprint", lambda: ["another", "machine"])
     assert cache.cache_key(experiment, 3) == plain
     assert cache.cache_key(timing, 1) != timed
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are read in /proc")
+def test_a_wait_ends_when_precompute_has_exited_unreaped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build reaps its precompute child only at the end: until then an exited
+    precompute is a zombie, and a page waiting for a result it never stored must
+    fail at once (it once waited forever)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # exited, not reaped
+        if Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.01)
+    try:
+        assert not cache._running(child.pid)
+        assert cache._running(os.getpid())
+        monkeypatch.setenv("LLMLAB_CACHE_MISS", "wait")
+        monkeypatch.setenv("LLMLAB_PRECOMPUTE_PID", str(child.pid))
+        start = time.monotonic()
+        with pytest.raises(cache.NotPrecomputedError, match="LLMLAB_CACHE_MISS=wait"):
+            experiment(11)
+        assert time.monotonic() - start < 5
+    finally:
+        child.wait()
 
 
 def test_a_miss_is_an_error_when_the_build_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -56,6 +56,19 @@ def test_learned_recall_is_learned_not_built():
     assert again == trained  # seeded
 
 
+def test_learned_recall_settings_state_the_same_numbers_in_both_languages():
+    """The build checks that every block prints the same numbers, in order, per language."""
+    import re
+
+    from llmlab.report.attention import learned_recall_settings
+
+    learned = run_learned_recall.uncached(lengths=(1, 4, 6), d_model=8, vocab_size=10,
+                                          batch_size=16, steps=3, trials=20)
+    sentence = learned_recall_settings(learned)
+    numbers = [re.findall(r"\d+(?:\.\d+)?", sentence.text(lang)) for lang in ("zh", "en")]
+    assert numbers[0] == numbers[1] == ["8", "10", "6", "3", "0.01", "16", "0", "20"]
+
+
 def test_recall_attention_sees_the_token_only_through_attention():
     torch.manual_seed(0)
     model = RecallAttention(vocab_size=10, d_model=8, context_length=6)

@@ -232,6 +232,8 @@ def test_checkpoint_resume_is_bit_for_bit():
     assert r.weights_equal and r.losses_equal and r.max_abs_diff == 0.0
     assert not r.without_generator_equal and r.without_generator_max_abs_diff > 0
     assert {"model", "optimizer", "iteration", "rng"} <= set(r.checkpoint_keys)
+    torch.manual_seed(1234)  # the global generator must not reach the result
+    assert exp.run_checkpoint_resume.uncached(steps_each=3) == r  # seeded: every number
 
 
 def test_timings_are_cached_per_machine_and_report_it():

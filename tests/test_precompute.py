@@ -89,6 +89,20 @@ def _run(tree: Path, cache: Path, manifest: Path, examples: Path) -> subprocess.
         env=env, capture_output=True, text=True, timeout=300, cwd=tree)
 
 
+def test_timings_run_alone_and_after_the_parts_they_read() -> None:
+    """A timing runs with nothing beside it; one that reads parts (a trained model,
+    a tokenizer) runs after them, or it would find them missing."""
+    def job(name: str, machine: bool = False, parent: bool = False, cost: float = 0.0):
+        return {"name": name, "machine": machine, "parent": parent, "cost": cost}
+
+    jobs = [job("timed_with_parts", machine=True, parent=True), job("cheap"),
+            job("parent", parent=True), job("timed", machine=True), job("costly", cost=5.0),
+            job("costlier", cost=9.0)]
+    order = [(alone, [j["name"] for j in stage]) for alone, stage in precompute.stages(jobs)]
+    assert order == [(True, ["timed"]), (False, ["cheap", "costlier", "costly"]),
+                     (False, ["parent"]), (True, ["timed_with_parts"])]
+
+
 def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     """Results are keyed by their computation: a renderer or table header edit
     re-renders the pages and recomputes no experiment; an experiment edit does."""

@@ -345,11 +345,21 @@ def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and (on Linux) is not a zombie.
+
+    The build starts precompute as its own child and reaps it only at the end,
+    so a precompute that has exited stays a zombie until then: it exists, but
+    will store nothing more.
+    """
     try:
         os.kill(pid, 0)  # POSIX: signal 0 only asks whether the process exists
     except ProcessLookupError:
         return False
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:  # no /proc (macOS): existing is all we can tell
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # the state follows "(name)"
 
 
 def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:

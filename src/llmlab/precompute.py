@@ -8,7 +8,7 @@ The manifest (``docs/experiments.toml``) names, per page, the experiments its
 blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab``) in worker processes, costliest first, each split experiment's
-parts side by side (timings first, alone). Then it executes every notebook in
+parts side by side (timings alone: see :func:`stages`). Then it executes every notebook in
 ``examples/`` (the jupytext files; plain scripts such as ``train_ddp.py`` are
 left alone) once, in IPython, in a fresh process each, and writes, per language, the notebook page's Markdown and its
 ``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/notebooks/``. The
@@ -44,7 +44,7 @@ from typing import Any
 from llmlab import cache
 
 __all__ = ["Call", "load_manifest", "main", "notebook_markdown", "notebooks", "report_path",
-           "split_notebook", "stamp"]
+           "split_notebook", "stages", "stamp"]
 
 LANGUAGES = ("zh", "en")
 REPORT = "precompute.json"  # the latest run's report; each run's is also kept by its stamp
@@ -135,6 +135,23 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
+def stages(jobs: list[dict[str, Any]]) -> list[tuple[bool, list[dict[str, Any]]]]:
+    """The order jobs run in: ``(alone, jobs)`` stages, each after the one before.
+
+    Timings (``machine``) that read no parts first, one at a time, before the
+    workers start; then the parts and plain experiments side by side, the cheap
+    ones first (the site's pages may be waiting for them), the costly ones
+    costliest first (none left to run alone at the end); then the parents, which
+    read their parts from the cache; last the timings that read parts, alone.
+    """
+    leaves = sorted((j for j in jobs if not j["parent"] and not j["machine"]),
+                    key=lambda j: (j["cost"] > 0, -j["cost"]))
+    return [(True, [j for j in jobs if j["machine"] and not j["parent"]]),
+            (False, leaves),
+            (False, [j for j in jobs if j["parent"] and not j["machine"]]),
+            (True, [j for j in jobs if j["machine"] and j["parent"]])]
+
+
 def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], list[dict]]:
     """Fill the cache with every call's result; (jobs run, each call's planned jobs)."""
     import torch
@@ -147,18 +164,16 @@ def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], li
         for job in jobs:
             if not (folder / f"{job['key']}.pkl").exists():
                 todo.setdefault(job["key"], job)
-    # timings first, one at a time, before the workers start; then the parts and
-    # plain experiments side by side, the cheap ones first (the site's pages may be
-    # waiting for them), the costly ones costliest first (none left to run alone at
-    # the end); then the parents, which read their parts from the cache
-    leaves = sorted((j for j in todo.values() if not j["parent"] and not j["machine"]),
-                    key=lambda j: (j["cost"] > 0, -j["cost"]))
     done = []
-    for job in (j for j in todo.values() if j["machine"]):
-        with ProcessPoolExecutor(1, mp_context=_context()) as pool:
-            done.append({**job, "seconds": pool.submit(_compute, job).result()[1]})
-    with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
-        for stage in (leaves, [j for j in todo.values() if j["parent"]]):
+    for alone, stage in stages(list(todo.values())):
+        if not stage:
+            continue
+        if alone:  # a timing: nothing else runs beside it
+            for job in stage:
+                with ProcessPoolExecutor(1, mp_context=_context()) as pool:
+                    done.append({**job, "seconds": pool.submit(_compute, job).result()[1]})
+            continue
+        with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
             for job, (_, seconds) in zip(stage, pool.map(_compute, stage)):
                 done.append({**job, "seconds": seconds})
     return done, planned

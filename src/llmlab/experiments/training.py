@@ -1069,7 +1069,7 @@ def run_checkpoint_resume(steps_each: int = 5, seed: int = 0) -> CheckpointResum
     """
     check_int("steps_each", steps_each)
     check_int("seed", seed, minimum=0)
-    data = torch.randint(0, 64, (4096,))
+    data = torch.randint(0, 64, (4096,), generator=torch.Generator().manual_seed(seed))
     settings = _settings(vocab_size=64, context_length=16, d_model=32, num_layers=1,
                          num_heads=2, d_ff=64, steps=2 * steps_each, warmup_iters=2)
 

@@ -101,8 +101,8 @@ def learned_recall_settings(learned: LearnedRecallResult) -> Label:
         f"训练设置：`d_model = {r.d_model}`，词表 {r.vocab_size} 个 token；在长度为 {longest} "
         f"的随机序列上训练 {r.steps} 步（Adam，学习率 {r.lr:g}，每批 {r.batch_size} 条，"
         f"种子 {r.seed}）；每个长度用 {r.trials} 条没见过的序列评估。",
-        f"Settings: `d_model = {r.d_model}`, {r.vocab_size} tokens; trained for {r.steps} "
-        f"steps on random sequences of length {longest} (Adam, learning rate {r.lr:g}, "
+        f"Settings: `d_model = {r.d_model}`, {r.vocab_size} tokens; trained on random "
+        f"sequences of length {longest} for {r.steps} steps (Adam, learning rate {r.lr:g}, "
         f"{r.batch_size} sequences a batch, seed {r.seed}); evaluated on {r.trials} unseen "
         "sequences per length.")
 
