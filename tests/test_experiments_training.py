@@ -113,8 +113,11 @@ def test_training_run_tokens_are_the_tokenizers(tiny_runs):
         assert int(ids.max()) < r.settings.vocab_size
         assert r.train_chars + r.val_chars == len(text)  # no character is cut
     assert isinstance(exp.corpus_tokenizer("tang", 256), ByteTokenizer)
-    for bad in (255, 1258, 300.0, True):
-        with pytest.raises(ValueError, match="vocab_size must be 256"):
+    for bad in (255, 1258):
+        with pytest.raises(ValueError, match=r"vocab_size must be an int in \[256, 1257\]"):
+            exp.corpus_tokenizer("tang", bad)
+    for bad in (300.0, True):
+        with pytest.raises(TypeError, match="vocab_size must be an int"):
             exp.corpus_tokenizer("tang", bad)
 
 

@@ -316,13 +316,10 @@ def corpus_tokenizer(corpus: str, vocab_size: int):
     vocabulary a run of ``k`` merges learns.
     """
     check_choice("corpus", corpus, CORPORA)
-    if isinstance(vocab_size, int) and not isinstance(vocab_size, bool):
-        if vocab_size == 256:
-            return ByteTokenizer()
-        if 257 <= vocab_size <= 257 + TOKENIZER_MERGES:
-            return _bpe_run(corpus).tokenizer(vocab_size - 257)
-    raise ValueError(f"vocab_size must be 256 (bytes) or 257..{257 + TOKENIZER_MERGES}"
-                     f" (BPE: 256 bytes, <|endoftext|> and merges), got {vocab_size!r}")
+    check_int("vocab_size", vocab_size, minimum=256, maximum=257 + TOKENIZER_MERGES)
+    if vocab_size == 256:
+        return ByteTokenizer()
+    return _bpe_run(corpus).tokenizer(vocab_size - 257)
 
 
 def corpus_ids(corpus: str, vocab_size: int) -> np.ndarray:
