@@ -12,8 +12,8 @@
 # # 从零训练一个小语言模型
 #
 # 这个笔记本在莎士比亚的剧本上训练一个很小的 Llama 式模型，再让它续写文字。
-# 每一步都用 `llmlab` 里自己写的部件：交叉熵、AdamW、余弦学习率、随机取批、训练循环和采样。
-# 模型直接读 UTF-8 字节（词表 256），所以不需要先训练分词器。
+# 每一步都用 `llmlab` 里自己写的部件：BPE 分词器、交叉熵、AdamW、余弦学习率、随机取批、训练循环和采样。
+# 文本先由[《分词》](../lectures/tokenization.md)一讲在莎士比亚上训练的字节级 BPE 变成 token 编号（词表 1,257）。
 # 讲解见[《训练与生成文本》](../lectures/training.md)一讲，这里训练的正是那一讲里的莎士比亚模型。
 # 构建网站时，训练这一步直接取用那一讲缓存好的结果；自己运行 `python examples/train_tiny_lm.py` 时没有缓存，
 # 它会当场训练，在一个 CPU 核上只要几秒钟。
@@ -22,10 +22,11 @@
 # # Training a tiny language model from scratch
 #
 # This notebook trains a very small Llama-style model on Shakespeare's plays and then
-# lets it continue a prompt. Every step uses the parts written in `llmlab`: the
-# cross-entropy, AdamW, the cosine learning rate, random batches, the training loop
-# and sampling. The model reads raw UTF-8 bytes (a vocabulary of 256), so no tokenizer
-# has to be trained first. The lecture
+# lets it continue a prompt. Every step uses the parts written in `llmlab`: the BPE
+# tokenizer, the cross-entropy, AdamW, the cosine learning rate, random batches, the
+# training loop and sampling. The text first becomes token ids with the byte-level BPE
+# that the lecture ["Tokenization"](../lectures/tokenization.md) trained on Shakespeare
+# (a vocabulary of 1,257). The lecture
 # ["Training and generating text"](../lectures/training.md) explains each part; the
 # model trained here is that lecture's Shakespeare model. When the site is built, the
 # training step reuses that lecture's cached result; run
@@ -35,53 +36,54 @@
 # %%
 import math
 
-import numpy as np
 import torch
 
-from llmlab.data import shakespeare
-from llmlab.training import ByteTokenizer, split_tokens
+from llmlab.experiments.training import LECTURE_VOCAB, corpus_ids, corpus_tokenizer
+from llmlab.training import split_tokens
 
 torch.set_num_threads(1)
-tokenizer = ByteTokenizer()
-ids = np.frombuffer(shakespeare().encode("utf-8"), dtype=np.uint8)
+tokenizer = corpus_tokenizer("shakespeare", LECTURE_VOCAB)  # 1,000 merges: V = 1,257
+ids = corpus_ids("shakespeare", LECTURE_VOCAB)  # the whole text, encoded once
 train_ids, val_ids = split_tokens(ids, validation_fraction=0.1)
+print(f"vocabulary: {tokenizer.vocab_size:,}")
 print(f"train tokens: {len(train_ids):,}  validation tokens: {len(val_ids):,}")
-print(repr(tokenizer.decode(train_ids[:60].tolist())))
+print(train_ids[:12].tolist())
+print([tokenizer.decode([i]) for i in train_ids[:12]])
 
 # %% [markdown] lang="zh"
 # ## 未训练的模型
 #
-# 刚初始化的模型对每个字节几乎一视同仁，所以它的交叉熵接近 $\ln 256 \approx 5.55$，
-# 困惑度接近 256：相当于在 256 个字节里均匀地猜。
+# 刚初始化的模型对每个 token 几乎一视同仁，所以它的交叉熵接近 $\ln 1257 \approx 7.14$，
+# 困惑度接近 1,257：相当于在整个词表里均匀地猜。
 
 # %% [markdown] lang="en"
 # ## The untrained model
 #
-# A freshly initialised model treats every byte almost alike, so its cross-entropy is
-# close to $\ln 256 \approx 5.55$ and its perplexity close to 256: as good as a
-# uniform guess among the 256 bytes.
+# A freshly initialised model treats every token almost alike, so its cross-entropy is
+# close to $\ln 1257 \approx 7.14$ and its perplexity close to 1,257: as good as a
+# uniform guess over the whole vocabulary.
 
 # %%
 from llmlab.models.llama import TransformerLM
 from llmlab.training import cross_entropy, get_batch, perplexity
 
 torch.manual_seed(0)
-model = TransformerLM(vocab_size=256, context_length=64, d_model=64, num_layers=2,
-                      num_heads=4, d_ff=176)
+model = TransformerLM(vocab_size=tokenizer.vocab_size, context_length=64, d_model=64,
+                      num_layers=2, num_heads=4, d_ff=176)
 x, y = get_batch(train_ids, batch_size=16, context_length=64,
                  generator=torch.Generator().manual_seed(0))
 with torch.no_grad():
     loss = cross_entropy(model(x), y).item()
 print(f"parameters: {sum(p.numel() for p in model.parameters()):,}")
-print(f"loss: {loss:.3f}  ln(256): {math.log(256):.3f}  "
+print(f"loss: {loss:.3f}  ln(V): {math.log(tokenizer.vocab_size):.3f}  "
       f"perplexity: {perplexity(loss):.1f}")
-assert abs(loss - math.log(256)) < 0.5
+assert abs(loss - math.log(tokenizer.vocab_size)) < 0.5
 
 # %% [markdown] lang="zh"
 # ## 训练
 #
 # `run_training_run` 是讲义用的那个实验函数：它建好同样大小的模型，交给 `train` 训练。
-# `train` 每一步随机取 16 段、每段 64 个字节，算交叉熵，反向传播，把梯度范数裁到 1，
+# `train` 每一步随机取 16 段、每段 64 个 token，算交叉熵，反向传播，把梯度范数裁到 1，
 # 再让 AdamW 更新一次；学习率先线性预热，再按余弦降到峰值的十分之一。
 # 训练过程中每隔几步在留出的最后 10% 文本上量一次验证损失，并在开始、一半和结束时各采一段样本。
 # 下面先调用它，再把它训练模型的那段代码显示出来。
@@ -90,7 +92,7 @@ assert abs(loss - math.log(256)) < 0.5
 # ## Training
 #
 # `run_training_run` is the lecture's experiment: it builds a model of the same size and
-# hands it to `train`. At every step `train` draws 16 random windows of 64 bytes,
+# hands it to `train`. At every step `train` draws 16 random windows of 64 tokens,
 # computes the cross-entropy, backpropagates, clips the gradient norm to 1 and lets
 # AdamW update the weights; the learning rate warms up linearly, then follows a cosine
 # down to a tenth of its peak. Every few steps it measures the validation loss on the
@@ -111,24 +113,24 @@ display(Markdown(source_block(run_training_run.uncached, "settings = _settings("
 for it, val in zip(result.val_iterations, result.val_losses):
     print(f"step {it:4d}  validation loss {val:.3f}")
 print(f"tokens seen: {result.tokens_seen:,}")
-assert result.val_losses[-1] < 0.5 * math.log(256)
+assert math.exp(result.val_losses[-1]) < tokenizer.vocab_size / 5  # far below V
 display(loss_curves_figure([result]))
 
 # %% [markdown] lang="zh"
 # ## 续写
 #
-# 同一个开头，用不同的温度采样。温度越低，模型越偏向它最有把握的字节；温度越高，
-# 选择越随意，拼错的词也越多。几秒钟的训练还写不出真正的台词，
-# 但已经能看出常见的短词、空格、换行和“角色名加冒号”的格式。
+# 同一个开头，用不同的温度采样。温度越低，模型越偏向它最有把握的 token，换行就是其中之一，空行随之变多；
+# 温度越高，选择越随意，拼凑出的怪词也越多。几秒钟的训练还写不出真正的台词，
+# 但已经能看出常见的词、换行和“角色名加冒号”的格式。
 
 # %% [markdown] lang="en"
 # ## Continuing a prompt
 #
 # The same prompt, sampled at different temperatures. The lower the temperature,
-# the more the model favours the bytes it is surest of; the higher, the freer its
-# choices and the more it misspells. A few seconds of training cannot write real
-# lines yet, but short common words, spaces, line breaks and the "NAME:" layout of
-# the speakers already show through.
+# the more the model favours the tokens it is surest of, a line break among them, so
+# empty lines multiply; the higher, the freer its choices and the more odd words it
+# glues together. A few seconds of training cannot write real lines yet, but common
+# words, line breaks and the "NAME:" layout of the speakers already show through.
 
 # %%
 from llmlab.generation import generate
@@ -145,18 +147,22 @@ for temperature in (0.5, 0.8, 1.2):
 # ## KV 缓存不改变结果
 #
 # 生成时每一步只需要新位置的查询；之前位置的键和值不会变，缓存起来就不必重算。
-# 贪心解码下，有缓存和没缓存生成的字节完全相同。
+# 贪心解码下，有缓存和没缓存生成的 token 完全相同。
+# 这么小的模型，贪心解码很快就陷进循环：这里是一连串换行（原因见那一讲的样本一节）。
 
 # %% [markdown] lang="en"
 # ## The KV cache changes nothing
 #
 # Each generation step needs the query of the new position only; the keys and values
 # of earlier positions never change, so they are cached instead of recomputed. Under
-# greedy decoding, the bytes generated with and without the cache are identical.
+# greedy decoding, the tokens generated with and without the cache are identical.
+# A model this small soon falls into a loop under greedy decoding: here, a run of line
+# breaks (the lecture's section on samples says why).
 
 # %%
 with_cache = generate(model, tokenizer.encode(prompt), 100, greedy=True)
 without = generate(model, tokenizer.encode(prompt), 100, greedy=True,
                    use_kv_cache=False)
 assert with_cache == without
-print(prompt + tokenizer.decode(with_cache))
+assert tokenizer.decode(with_cache[-10:]) == "\n" * 10  # the loop: line breaks
+print(repr(prompt + tokenizer.decode(with_cache)))

@@ -7,11 +7,13 @@ import math
 import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from llmlab.experiments import training as exp
 from llmlab.models.llama import TransformerLM
+from llmlab.training import ByteTokenizer
 
 torch.set_num_threads(1)
 
@@ -79,16 +81,63 @@ def test_training_runs_learn_and_report_plain_data(tiny_runs):
     for corpus, r in tiny_runs.items():
         assert _plain(r) and pickle.loads(pickle.dumps(r)).corpus == corpus
         assert r.settings.steps == 30 and r.iterations == list(range(1, 31))
+        assert r.settings.vocab_size == exp.LECTURE_VOCAB == 1257
+        assert r.tokenizer == "bpe" and r.num_merges == 1000
+        assert r.tokenizer_chars == exp.TOKENIZER_CHARS[corpus] < r.train_chars
         assert r.val_iterations == [0, 10, 20, 30]
-        assert r.val_losses[0] > 0.9 * r.log_vocab  # untrained: about ln 256
-        assert r.val_loss_vs_uniform < 0.75  # even 30 tiny steps learn a lot
+        assert r.val_losses[0] > 0.9 * r.log_vocab  # untrained: about ln 1257
+        assert r.val_loss_vs_uniform < 0.9  # even 30 tiny steps learn something
         assert r.tokens_seen == 30 * 4 * 32
         assert r.flops == 6 * r.n_non_embedding * r.tokens_seen
-        assert r.n_parameters - r.n_non_embedding == 256 * 32
+        assert r.n_parameters - r.n_non_embedding == 1257 * 32
         assert [s.iteration for s in r.samples] == [0, 15, 30]
         assert [len(s.texts) for s in r.samples] == [1, 1, 2]
         assert len(r.learning_rates) == len(r.grad_norms) == 30
         assert 0 <= r.clipped_steps <= 30
+    en, zh = tiny_runs["shakespeare"].chars_per_token, tiny_runs["tang"].chars_per_token
+    assert en > 2 and zh < 1  # BPE: English tokens are words, Chinese parts of one
+
+
+def test_training_run_tokens_are_the_tokenizers(tiny_runs):
+    """The ids come from the tokenization lecture's run, cut to vocab_size."""
+    from llmlab.experiments.tokenization import corpus_text, run_train_corpus
+
+    for corpus, r in tiny_runs.items():
+        text = exp.corpus_text(corpus)
+        assert text == corpus_text(corpus)  # the text that BPE was trained on
+        full = run_train_corpus(corpus, exp.TOKENIZER_CHARS[corpus], 1000)
+        tok = exp.corpus_tokenizer(corpus, 757)
+        assert tok.merges == full.merges[:500] and tok.vocab_size == 757
+        ids = exp.corpus_ids(corpus, r.settings.vocab_size)
+        assert ids.dtype == np.uint16 and len(ids) == r.train_tokens + r.val_tokens
+        assert int(ids.max()) < r.settings.vocab_size
+        assert r.train_chars + r.val_chars == len(text)  # no character is cut
+    assert isinstance(exp.corpus_tokenizer("tang", 256), ByteTokenizer)
+    for bad in (255, 1258):
+        with pytest.raises(ValueError, match=r"vocab_size must be an int in \[256, 1257\]"):
+            exp.corpus_tokenizer("tang", bad)
+    for bad in (300.0, True):
+        with pytest.raises(TypeError, match="vocab_size must be an int"):
+            exp.corpus_tokenizer("tang", bad)
+
+
+def test_training_run_parts_name_the_tokenizer_run():
+    from llmlab.cache import plan
+    from llmlab.experiments.tokenization import run_train_corpus
+
+    calls = plan(exp.run_training_run, corpus="tang")
+    assert calls[0] == (run_train_corpus, dict(corpus="tang", num_chars=60_000,
+                                               num_merges=1000))
+    assert len(plan(exp.run_training_run, corpus="tang", vocab_size=256)) == 1
+    assert plan(exp.time_training_throughput)[0][0] is run_train_corpus
+
+
+def test_byte_level_runs_still_work():
+    r = exp.run_training_run(corpus="shakespeare", vocab_size=256, steps=4,
+                             batch_size=2, context_length=16, d_model=16, d_ff=32,
+                             eval_every=2, sample_rows=(1, 1, 1), sample_tokens=8)
+    assert r.tokenizer == "bytes" and r.num_merges == 0 and r.chars_per_token == 1.0
+    assert r.n_parameters - r.n_non_embedding == 256 * 16
 
 
 def test_training_run_rebuilds_its_model(tiny_runs):
@@ -102,7 +151,13 @@ def test_tang_run_counts_poem_lines(tiny_runs):
     r = tiny_runs["tang"]
     assert r.prompt.endswith("\n") and exp.poem_line_has_shape(r.prompt[:-1])
     assert r.corpus_lines > 1000 and r.corpus_shape_share > 0.9
-    assert all(0 <= s.shaped_lines <= s.lines for s in r.samples)
+    assert r.corpus_shaped_lines <= r.corpus_couplet_lines <= r.corpus_lines
+    halves, tokens = dict(r.corpus_half_lengths), dict(r.char_tokens)
+    assert sum(halves.values()) == 2 * r.corpus_couplet_lines
+    assert max(halves, key=halves.get) == 5  # five-character verse is the most common
+    assert set(tokens) <= {1, 2, 3, 4} and tokens[1] > tokens[2] > tokens.get(3, 0)
+    assert all(0 <= s.shaped_lines <= s.couplet_lines <= s.lines for s in r.samples)
+    assert tiny_runs["shakespeare"].char_tokens == []
 
 
 def test_training_run_bad_corpus():
@@ -126,23 +181,42 @@ def test_poem_line_shape(line, expected):
     assert exp.poem_line_has_shape(line) is expected
 
 
+@pytest.mark.parametrize("line, halves", [
+    ("秦川雄帝宅，函谷壯皇居。", (5, 5)),
+    ("伊我軒宮，奇樹青葱。", (4, 4)),
+    ("秦川雄帝，函谷壯皇居！", (4, 5)),
+    ("何如肆轍跡？萬里賞瑤池。", (5, 5)),
+    ("太常具禮方告成。", None),  # one half
+    ("秦川雄帝宅，函谷壯皇居", None),  # no full stop
+    ("，函谷壯皇居。", None),  # an empty half
+    ("a，b。", None),  # not Chinese characters
+])
+def test_poem_line_halves(line, halves):
+    assert exp.poem_line_halves(line) == halves
+    assert exp.poem_line_has_shape(line) is (halves in ((5, 5), (7, 7)))
+
+
 def test_poem_shape_share_counts_lines():
     text = "白日依山盡，黃河入海流。\n\n伊我軒宮，奇樹青葱。\n欲窮千里目，更上一層"
     assert exp.poem_shape_share(text) == (1, 2)  # the cut last line is not counted
     assert exp.poem_shape_share(text, drop_last=False) == (1, 3)
     assert exp.poem_shape_share("") == (0, 0)
+    assert exp.poem_halves(text) == [(5, 5), (4, 4)]
+    assert exp.poem_halves(text, drop_last=False) == [(5, 5), (4, 4)]  # cut: no stop
 
 
 def test_sampling_rules_and_distributions():
     r = exp.run_sampling(max_new_tokens=12, n_top=5)
     assert _plain(r) and len(r.texts) == len(r.rules) == 6
+    assert r.vocab_size == exp.LECTURE_VOCAB
+    assert " " in "".join(r.top_tokens)  # BPE: tokens with their leading space
     assert r.rules[0] == "greedy"
     for dist, rule, kept in zip(r.distributions, r.distribution_rules, r.kept):
         assert len(dist) == 5 and all(p >= 0 for p in dist)
         if rule == "top_k=5":
             assert kept == 5 and sum(dist) == pytest.approx(1.0, abs=1e-5)
         if rule.startswith("temperature"):
-            assert kept == 256
+            assert kept == r.vocab_size
     t = dict(zip(r.distribution_rules, r.entropies))
     assert t["temperature=0.5"] < t["temperature=1.0"] < t["temperature=1.5"]
     assert t["top_k=5"] < t["temperature=1.0"]
@@ -175,6 +249,7 @@ def test_timings_are_cached_per_machine_and_report_it():
     assert t.flops_per_s == 6 * t.n_non_embedding * t.median_tokens_per_s
     assert t.n_non_embedding == (sum(p.numel() for p in settings.model().parameters())
                                  - 256 * 16)
+    assert t.settings.vocab_size == 256  # the settings given: byte-level batches
     assert "thread" in t.machine
     g = exp.time_generation(context_length=20, d_model=16, repeats=1)
     assert g.lengths == sorted(g.lengths) and g.lengths[-1] == 20

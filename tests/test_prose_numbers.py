@@ -218,8 +218,13 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         "25": [Assert("GPT2Config(d_model=1600, n_layers=48, n_heads=25)")],
     },
     "lectures/training.md": {
-        # byte-level: the vocabulary is the 256 byte values
+        # byte-level, the comparison: the vocabulary is the 256 byte values
         "256": [Attr(f"{TR}:TinyLMSettings", "vocab_size", 256)],
+        # the runs' BPE: the tokenization lecture's 1,000 merges, V = 1,257
+        "1,000": [Default(f"{TK}:run_corpus_training", "num_merges", 1000),
+                  Assert("r.num_merges == 1000")],
+        "1,257": [Default(f"{TR}:run_training_run", "vocab_size", 1257),
+                  Assert("assert r.settings.vocab_size == 1257")],
         # the held-out share of each corpus; the attention term of 6ND under 10%
         "10%": [Default("llmlab.training.data:split_tokens", "validation_fraction", 0.1),
                 Assert("assert abs(r.val_tokens / (r.train_tokens + r.val_tokens) - 0.1)"),

@@ -50,8 +50,12 @@ def runs():
 
 def test_printable_and_token_names():
     assert rt.printable("a\x1bb\nc\x7f") == "a\ufffdb\nc\ufffd"  # newline kept
-    assert [rt.token_name(t) for t in (" ", "\n", "\t", "a", "\x00")] == [
-        "␣", "↵", "⇥", "a", "\ufffd"]
+    assert [rt.token_name(t) for t in (" ", "\n", "\t", "a", "\x00", " the")] == [
+        "␣", "↵", "⇥", "a", "\ufffd", "␣the"]
+    assert rt.token_text(b" the") == "␣the" and rt.token_text(b"\n\n") == "↵↵"
+    assert rt.token_text("宅".encode()) == "宅"
+    assert rt.token_text(b"\xe5\xae") == "\\xe5\\xae"  # part of a character: its bytes
+    assert rt.token_text(b"\x85") == "\\x85"
 
 
 def test_code_span_survives_backticks_newlines_and_pipes():
@@ -67,6 +71,7 @@ def test_fmt_bytes_and_shares():
     assert rt.undecodable_share([]) == 0.0
     shaped = "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n"
     assert rt.mostly_shaped([shaped, "伊我軒宮，奇樹青葱。\n\n", ""]) == 1
+    assert rt.mostly_couplets([shaped, "伊我軒宮，奇樹青葱。\n\n", "太常具禮。\n"]) == 2
 
 
 def test_source_block_drops_the_docstring_and_cuts_between_markers():
@@ -103,14 +108,17 @@ def test_optimizer_renderers():
 
 
 def test_training_run_renderers(runs):
-    out = _check_table(rt.run_settings_table(runs), rows=7)
+    out = _check_table(rt.run_settings_table(runs), rows=10)
     assert "12 × 4 × 32" in out["en"] and "莎士比亚" in out["zh"]
+    assert "BPE, V = 1,257 (1,000 merges, on the first 300,000 characters)" in out["en"]
+    assert "| final validation loss / ln V |" in out["en"]
     line = rt.model_line(runs[0])
     assert "`TransformerLM(d_model=32" in line.en and "个参数" in line.zh
     for figure in (rt.loss_curves_figure(runs), rt.grad_norm_figure(runs),
                    rt.loss_curves_figure(runs[:1])):
         _check_figure(figure)
     assert "两次" not in rt.loss_curves_figure(runs[:1]).alt.zh  # one run, not two
+    assert "ln 1257" in rt.loss_curves_figure(runs).alt.en
     assert rt.loss_curves_figure(runs).digest != rt.loss_curves_figure(runs[:1]).digest
 
 
@@ -125,9 +133,41 @@ def test_samples_and_poem_table(runs):
     assert every.count(fence) == sum(len(s.texts) for s in tang.samples)
     out = _both(rt.poem_shape_table(tang))
     assert len(out["en"].strip().splitlines()) == 2 + len(tang.samples) + 1
+    assert "couplet lines" in out["en"] and "对句行" in out["zh"]
+    assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
+    out = _check_table(rt.half_lengths_table(tang), rows=2)
+    assert out["en"].splitlines()[0] == ("| characters per half | 3 | 4 | 5 | 6 | 7 "
+                                         "| other |")
+    assert "| real poems |" in out["en"] and "| 原诗 |" in out["zh"]
+    line = rt.char_tokens_line(tang)
+    assert "1 token: " in line.en and "2 tokens: " in line.en and "个 token 的" in line.zh
     line = rt.undecodable_line(tang)
     assert line.en.startswith("share of undecodable") and "第 0 步" in line.zh
-    assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
+
+
+def test_encoding_table(runs):
+    from llmlab.experiments.training import corpus_tokenizer
+
+    rows = []
+    for corpus, line in (("shakespeare", "Before we proceed"), ("tang", "秦川雄帝宅，")):
+        tok = corpus_tokenizer(corpus, runs[0].settings.vocab_size)
+        ids = tok.encode(line)
+        rows.append((corpus, line, [tok.vocab[i] for i in ids], ids))
+    out = _both(rt.encoding_table(rows))
+    for md in out.values():  # the Chinese text is data: it shows on both pages
+        assert len(md.strip().splitlines()) == 4 and md.count("&nbsp;") == 13
+    assert out["en"].splitlines()[0] == "| corpus | text | tokens and ids |"
+    assert ">␣we</code></span>&nbsp;321</span>" in out["en"]  # chip, then id
+    assert "17 characters → 6 tokens" in out["en"] and "6 个字符 → 7 个 token" in out["zh"]
+    assert out["zh"].count("llmlab-partial") == 2  # 宅: two tokens, parts of it
+
+
+def test_vocab_table():
+    sizes = (257, 1257)
+    out = _check_table(rt.vocab_table(sizes, {257: 1.0, 1257: 2.25},
+                                      {257: 0.0, 1257: 0.692}, 64), rows=2)
+    assert "| 1,257 | 1,000 | 2.25 | 69.2% | 160,896 |" in out["en"]
+    assert "单独成一个 token 的字" in out["zh"]
 
 
 # --- synthetic results: sampling, the KV cache, timings, checkpoints -----------------
@@ -139,7 +179,7 @@ def _sampling() -> exp.SamplingResult:
              "top_p=0.9"]
     return exp.SamplingResult(
         "shakespeare", "ROMEO:\nI ", rules, ["a b\nc", "x|y", "`q`", "z", "k", "p"], 5,
-        [" ", "\n", "e"], [[0.5, 0.3, 0.2]] * 5, dists, [256, 256, 256, 5, 21],
+        256, [" ", "\n", " the"], [[0.5, 0.3, 0.2]] * 5, dists, [256, 256, 256, 5, 21],
         [3.0, 2.0, 4.0, 1.5, 2.8])
 
 

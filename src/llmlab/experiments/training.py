@@ -10,7 +10,9 @@ that the page can print it.
 * :func:`run_adamw_check`, :func:`run_lr_schedule`, :func:`run_gradient_clipping`:
   our AdamW, schedule and clipping against PyTorch's.
 * :func:`run_training_run`: a tiny Llama-style model trained on English
-  (Shakespeare) or Chinese (Tang poems): loss curves, samples, FLOPs.
+  (Shakespeare) or Chinese (Tang poems), its text turned into ids by a byte-level
+  BPE trained on that corpus (:func:`corpus_tokenizer`, the tokenization
+  lecture's runs): loss curves, samples, FLOPs.
 * :func:`run_sampling`: one prompt under each decoding rule.
 * :func:`run_kv_cache_check`: the cache changes no logit; its memory by formula.
 * :func:`run_checkpoint_resume`: a resumed run equals the uninterrupted one.
@@ -28,6 +30,7 @@ Taught on: "Training and generating text".
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
 import math
@@ -53,6 +56,7 @@ from llmlab.checks import (
     check_str,
     check_type,
 )
+from llmlab.experiments.tokenization import TrainedBPE, run_train_corpus
 from llmlab.feed_forward import swiglu_hidden_dim
 from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
@@ -76,6 +80,10 @@ from llmlab.training import (
 
 __all__ = [
     "CORPORA",
+    "CORPUS_STEPS",
+    "LECTURE_VOCAB",
+    "TOKENIZER_CHARS",
+    "TOKENIZER_MERGES",
     "AdamWCheckResult",
     "CheckpointResumeResult",
     "GenerationTiming",
@@ -88,8 +96,12 @@ __all__ = [
     "ThroughputTiming",
     "TinyLMSettings",
     "TrainingRunResult",
+    "corpus_ids",
     "corpus_text",
+    "corpus_tokenizer",
     "machine_description",
+    "poem_halves",
+    "poem_line_halves",
     "poem_line_has_shape",
     "poem_shape_share",
     "run_adamw_check",
@@ -110,8 +122,18 @@ CORPORA: tuple[str, ...] = ("shakespeare", "tang")
 PROMPTS: dict[str, str] = {"shakespeare": "ROMEO:\n"}
 """Prompts for the samples (the Tang prompt is a held-out poem's first line)."""
 
-CORPUS_STEPS: dict[str, int] = {"shakespeare": 80, "tang": 160}
-"""Default steps of :func:`run_training_run`: the poems' line shape needs more."""
+TOKENIZER_CHARS: dict[str, int] = {"shakespeare": 300_000, "tang": 60_000}
+"""Characters each corpus's BPE is trained on (its first ones): the tokenization
+lecture's runs, all inside the training split."""
+
+TOKENIZER_MERGES = 1000
+"""Merges of those runs; a vocabulary of ``257 + k`` keeps the first ``k``."""
+
+LECTURE_VOCAB = 257 + TOKENIZER_MERGES
+"""The lecture runs' vocabulary: 256 bytes, ``<|endoftext|>`` and all 1,000 merges."""
+
+CORPUS_STEPS: dict[str, int] = {"shakespeare": 60, "tang": 120}
+"""Default steps of :func:`run_training_run`: the poems' line form needs more."""
 
 CORPUS_SAMPLE_ROWS: dict[str, tuple[int, int, int]] = {
     "shakespeare": (1, 1, 1),
@@ -125,7 +147,8 @@ class TinyLMSettings:
     """The model and optimisation settings of a lecture run (printed on the page).
 
     Attributes:
-        vocab_size: Token ids (256: byte-level).
+        vocab_size: Token ids (256: byte-level; more: BPE, see
+            :func:`corpus_tokenizer`).
         context_length: Tokens per training window.
         d_model: Width.
         num_layers: Blocks.
@@ -200,15 +223,19 @@ def _settings(**overrides: object) -> TinyLMSettings:
 def corpus_text(corpus: str) -> str:
     """The whole text of ``corpus`` (one of :data:`CORPORA`).
 
-    ``"tang"`` is the 全唐诗 poems, each its lines joined by ``"\\n"``, separated by
-    an empty line.
+    ``"tang"`` is the 全唐诗 poems joined by ``"\\n"``, one couplet per line, as in
+    the tokenization lecture (whose BPE is trained on this text's beginning): a
+    poem boundary looks like a line break. An empty line between poems would be a
+    second ``"\\n"`` token, the likeliest single token after a line break (the
+    next character is one of thousands), and samples at a low temperature would
+    fill up with empty lines.
     """
     from llmlab import data
 
     if corpus == "shakespeare":
         return data.shakespeare()
     if corpus == "tang":
-        return "\n\n".join(data.tang_poems())
+        return "\n".join(data.tang_poems())
     check_str("corpus", corpus)
     raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
 
@@ -217,6 +244,7 @@ _HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
 _POEM_LINE = re.compile(
     rf"(?:{_HAN}{{5}}[，？！]{_HAN}{{5}}|{_HAN}{{7}}[，？！]{_HAN}{{7}})[。？！]"
 )
+_COUPLET = re.compile(rf"({_HAN}+)[，？！]({_HAN}+)[。？！]")
 
 
 def poem_line_has_shape(line: str) -> bool:
@@ -231,30 +259,82 @@ def poem_line_has_shape(line: str) -> bool:
     return _POEM_LINE.fullmatch(line) is not None
 
 
-def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
-    """``(shaped, lines)``: how many non-empty lines of ``text`` have the shape.
+def poem_line_halves(line: str) -> tuple[int, int] | None:
+    """The lengths of the two halves of a couplet line; ``None`` for another line.
 
-    Lines are the pieces between ``"\\n"``; empty ones (between poems) are not
-    counted, nor (with ``drop_last``) the last piece, which a length limit may
-    have cut short. See :func:`poem_line_has_shape`.
+    A couplet line is Chinese characters, a comma (``，``, or ``？``/``！``), more
+    characters and a full stop (``。``, or ``？``/``！``), nothing else, halves of
+    any length: ``"伊我軒宮，奇樹青葱。"`` gives ``(4, 4)``. A line has the poem
+    shape (:func:`poem_line_has_shape`) when its halves are ``(5, 5)`` or ``(7, 7)``.
     """
+    check_str("line", line)
+    m = _COUPLET.fullmatch(line)
+    return None if m is None else (len(m[1]), len(m[2]))
+
+
+def _lines(text: str, drop_last: bool) -> list[str]:
     check_str("text", text)
     check_bool("drop_last", drop_last)
     pieces = text.split("\n")
     if drop_last:
         pieces = pieces[:-1]
-    lines = [p for p in pieces if p]
+    return [p for p in pieces if p]
+
+
+def poem_halves(text: str, drop_last: bool = True) -> list[tuple[int, int]]:
+    """:func:`poem_line_halves` of every couplet line of ``text``.
+
+    Lines are counted as in :func:`poem_shape_share`.
+    """
+    halves = (poem_line_halves(line) for line in _lines(text, drop_last))
+    return [h for h in halves if h is not None]
+
+
+def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
+    """``(shaped, lines)``: how many non-empty lines of ``text`` have the shape.
+
+    Lines are the pieces between ``"\\n"``; empty ones (a model may write them) are not
+    counted, nor (with ``drop_last``) the last piece, which a length limit may
+    have cut short. See :func:`poem_line_has_shape`.
+    """
+    lines = _lines(text, drop_last)
     return sum(poem_line_has_shape(p) for p in lines), len(lines)
 
 
-def _tokens(corpus: str) -> tuple[np.ndarray, np.ndarray, str]:
-    """Byte-level ``(train, validation, prompt)`` for ``corpus``."""
-    ids = np.frombuffer(corpus_text(corpus).encode("utf-8"), dtype=np.uint8)
-    train_ids, val_ids = split_tokens(ids, 0.1)
+def _bpe_run(corpus: str) -> TrainedBPE:
+    """The tokenization lecture's BPE run on ``corpus`` (cached)."""
+    return run_train_corpus(corpus, TOKENIZER_CHARS[corpus], TOKENIZER_MERGES)
+
+
+def corpus_tokenizer(corpus: str, vocab_size: int):
+    """The tokenizer of a lecture run: byte-level BPE trained on ``corpus``.
+
+    ``vocab_size`` 256 is :class:`ByteTokenizer` (no merges, no special token);
+    ``257 + k`` (``k`` up to :data:`TOKENIZER_MERGES`) keeps the first ``k``
+    merges of the tokenization lecture's run on that corpus (its first
+    :data:`TOKENIZER_CHARS` characters), plus ``<|endoftext|>`` at id 256: the
+    vocabulary a run of ``k`` merges learns.
+    """
+    check_choice("corpus", corpus, CORPORA)
+    check_int("vocab_size", vocab_size, minimum=256, maximum=257 + TOKENIZER_MERGES)
+    if vocab_size == 256:
+        return ByteTokenizer()
+    return _bpe_run(corpus).tokenizer(vocab_size - 257)
+
+
+def corpus_ids(corpus: str, vocab_size: int) -> np.ndarray:
+    """The whole of ``corpus`` as ids of :func:`corpus_tokenizer` (``uint16``)."""
+    tokenizer = corpus_tokenizer(corpus, vocab_size)
+    return np.asarray(tokenizer.encode(corpus_text(corpus)), dtype=np.uint16)
+
+
+def _tokens(corpus: str, vocab_size: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(train, validation, prompt)`` ids and prompt for ``corpus``."""
+    train_ids, val_ids = split_tokens(corpus_ids(corpus, vocab_size), 0.1)
     if corpus in PROMPTS:
         prompt = PROMPTS[corpus]
     else:  # the first whole line of the held-out text
-        held_out = bytes(val_ids[:400]).decode("utf-8", errors="ignore")
+        held_out = corpus_tokenizer(corpus, vocab_size).decode(val_ids[:400])
         prompt = next(l for l in held_out.split("\n")[1:] if l) + "\n"
     return train_ids, val_ids, prompt
 
@@ -524,12 +604,15 @@ class Sample:
         shaped_lines: Lines of all ``texts`` with the poem shape (Tang only; see
             :func:`poem_shape_share`, applied to each text).
         lines: Lines counted.
+        couplet_lines: Lines that are couplets, halves of any length (Tang only;
+            see :func:`poem_halves`).
     """
 
     iteration: int
     texts: list[str]
     shaped_lines: int
     lines: int
+    couplet_lines: int
 
     @property
     def text(self) -> str:
@@ -544,14 +627,19 @@ class Sample:
 
 @dataclasses.dataclass
 class TrainingRunResult:
-    """One tiny model trained on one corpus, byte-level.
+    """One tiny model trained on one corpus, its ids from :func:`corpus_tokenizer`.
 
     Attributes:
         corpus: ``"shakespeare"`` or ``"tang"``.
-        settings: Model and optimisation settings.
-        tokenizer: ``"bytes"``: token ids are UTF-8 bytes.
-        train_tokens: Tokens in the training split (first 90 % of the corpus).
+        settings: Model and optimisation settings (``vocab_size`` included).
+        tokenizer: ``"bpe"`` (byte-level BPE trained on the corpus) or ``"bytes"``
+            (token ids are UTF-8 bytes).
+        num_merges: The BPE's merges (``vocab_size - 257``; 0 for bytes).
+        tokenizer_chars: Characters the BPE was trained on, the corpus's first
+            (inside the training split; 0 for bytes).
+        train_tokens: Tokens in the training split (first 90 % of the ids).
         val_tokens: Tokens in the validation split (last 10 %).
+        train_chars, val_chars: Characters those tokens decode to.
         n_parameters: All parameters.
         n_non_embedding: Parameters without the token-embedding table (a lookup,
             no multiply-adds); the output layer is counted.
@@ -571,14 +659,24 @@ class TrainingRunResult:
         samples: Samples at the start, the middle and the end of training.
         corpus_shaped_lines, corpus_lines: The poem-shape count of the validation
             text itself (Tang only; a reference for the samples).
+        corpus_couplet_lines: Its couplet lines (:func:`poem_halves`).
+        corpus_half_lengths: ``(length, halves)`` pairs over those lines' halves,
+            shortest first.
+        char_tokens: ``(tokens, characters)`` pairs: how many of the validation
+            text's Chinese characters take 1, 2, 3 tokens, each encoded alone (Tang
+            only; fewest tokens first).
         state_dict: The trained weights (CPU tensors).
     """
 
     corpus: str
     settings: TinyLMSettings
     tokenizer: str
+    num_merges: int
+    tokenizer_chars: int
     train_tokens: int
     val_tokens: int
+    train_chars: int
+    val_chars: int
     n_parameters: int
     n_non_embedding: int
     tokens_seen: int
@@ -596,12 +694,20 @@ class TrainingRunResult:
     samples: list[Sample]
     corpus_shaped_lines: int
     corpus_lines: int
+    corpus_couplet_lines: int
+    corpus_half_lengths: list[tuple[int, int]]
+    char_tokens: list[tuple[int, int]]
     state_dict: dict[str, Tensor]
 
     @property
     def final_val_loss(self) -> float:
         """Validation loss after the last step."""
         return self.val_losses[-1]
+
+    @property
+    def chars_per_token(self) -> float:
+        """Characters per token of the validation text."""
+        return self.val_chars / self.val_tokens
 
     @property
     def val_loss_vs_uniform(self) -> float:
@@ -627,10 +733,19 @@ class TrainingRunResult:
         return model.eval()
 
 
-@cached(cost=6.0)  # seconds on one core, per corpus (Shakespeare ~3.5, Tang ~6)
+def _training_run_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
+    """The BPE run a training run's tokenizer is cut from (none for bytes)."""
+    if corpus not in CORPORA or vocab_size == 256:
+        return []
+    return [(run_train_corpus, dict(corpus=corpus, num_chars=TOKENIZER_CHARS[corpus],
+                                    num_merges=TOKENIZER_MERGES))]
+
+
+@cached(parts=_training_run_parts, cost=6.0)  # seconds on one core, per corpus
 def run_training_run(
     corpus: str = "shakespeare",
     steps: int | None = None,
+    vocab_size: int = LECTURE_VOCAB,
     batch_size: int = 16,
     context_length: int = 64,
     d_model: int = 64,
@@ -640,18 +755,20 @@ def run_training_run(
     max_lr: float = 1e-2,
     eval_every: int = 20,
     sample_rows: tuple[int, int, int] | None = None,
-    sample_tokens: int = 160,
+    sample_tokens: int = 100,
     sample_temperature: float = 0.6,
     seed: int = 0,
 ) -> TrainingRunResult:
     """Train a tiny Llama-style model on ``corpus`` with our loop, AdamW and schedule.
 
-    Byte-level tokens; the last 10 % of the corpus is held out for validation.
-    Warm-up is a tenth of the steps, the cosine ends at ``steps`` at a tenth of
-    ``max_lr``. ``steps`` and ``sample_rows`` (texts sampled at the start, the
-    middle and the end) default to :data:`CORPUS_STEPS` and
-    :data:`CORPUS_SAMPLE_ROWS`. Samples are drawn with their own seeded generator
-    (the batches' generator is not touched), so they change nothing else.
+    The corpus becomes ids with :func:`corpus_tokenizer` (byte-level BPE trained
+    on that corpus; by default with all :data:`TOKENIZER_MERGES` merges, 256 is
+    plain bytes); the last 10 % of the ids is held out for validation. Warm-up is a
+    tenth of the steps, the cosine ends at ``steps`` at a tenth of ``max_lr``.
+    ``steps`` and ``sample_rows`` (texts sampled at the start, the middle and the
+    end) default to :data:`CORPUS_STEPS` and :data:`CORPUS_SAMPLE_ROWS`. Samples
+    are drawn with their own seeded generator (the batches' generator is not
+    touched), so they change nothing else.
 
     Taught on: "Training and generating text".
     """
@@ -667,13 +784,13 @@ def run_training_run(
     check_finite_float("sample_temperature", sample_temperature, minimum=0.0,
                        open_min=True)
     check_int("seed", seed, minimum=0)
-    settings = _settings(steps=steps, batch_size=batch_size,
+    tokenizer = corpus_tokenizer(corpus, vocab_size)
+    settings = _settings(vocab_size=vocab_size, steps=steps, batch_size=batch_size,
                          context_length=context_length, d_model=d_model,
                          num_layers=num_layers, num_heads=num_heads, d_ff=d_ff,
                          max_lr=max_lr, min_lr=max_lr / 10,
                          warmup_iters=max(1, steps // 10))
-    train_ids, val_ids, prompt = _tokens(corpus)
-    tokenizer = ByteTokenizer()
+    train_ids, val_ids, prompt = _tokens(corpus, vocab_size)
     torch.manual_seed(seed)
     model = settings.model()
     samples: list[Sample] = []
@@ -683,9 +800,11 @@ def run_training_run(
                          temperature=sample_temperature,
                          generator=torch.Generator().manual_seed(seed))
         texts = [tokenizer.decode(row) for row in texts]
-        counts = [poem_shape_share(t) if corpus == "tang" else (0, 0) for t in texts]
+        tang = corpus == "tang"
+        counts = [poem_shape_share(t) if tang else (0, 0) for t in texts]
+        couplets = sum(len(poem_halves(t)) for t in texts) if tang else 0
         samples.append(Sample(iteration, texts, sum(c[0] for c in counts),
-                              sum(c[1] for c in counts)))
+                              sum(c[1] for c in counts), couplets))
 
     def at_middle(event: TrainEvent) -> None:
         if event.iteration == steps // 2:
@@ -699,12 +818,24 @@ def run_training_run(
     sample(steps, rows[2])
     n_params = sum(p.numel() for p in model.parameters())
     n_non_embedding = n_params - model.token_embeddings.weight.numel()
-    corpus_shape = (0, 0)
+    val_text = tokenizer.decode(val_ids)
+    train_text = tokenizer.decode(train_ids)
+    corpus_shape, halves, char_tokens = (0, 0), [], {}
     if corpus == "tang":
-        corpus_shape = poem_shape_share(bytes(val_ids).decode("utf-8", "ignore"))
+        corpus_shape, halves = poem_shape_share(val_text), poem_halves(val_text)
+        chars = collections.Counter(c for c in val_text if re.fullmatch(_HAN, c))
+        for c, n in chars.items():
+            k = len(tokenizer.encode(c))
+            char_tokens[k] = char_tokens.get(k, 0) + n
+    half_lengths = collections.Counter(n for pair in halves for n in pair)
     return TrainingRunResult(
-        corpus=corpus, settings=settings, tokenizer="bytes",
-        train_tokens=len(train_ids), val_tokens=len(val_ids), n_parameters=n_params,
+        corpus=corpus, settings=settings,
+        tokenizer="bytes" if vocab_size == 256 else "bpe",
+        num_merges=max(0, vocab_size - 257),
+        tokenizer_chars=0 if vocab_size == 256 else TOKENIZER_CHARS[corpus],
+        train_tokens=len(train_ids), val_tokens=len(val_ids),
+        train_chars=len(train_text), val_chars=len(val_text),
+        n_parameters=n_params,
         n_non_embedding=n_non_embedding, tokens_seen=result.tokens_seen,
         flops=6.0 * n_non_embedding * result.tokens_seen,
         iterations=result.iterations, train_losses=result.losses,
@@ -714,6 +845,9 @@ def run_training_run(
         sample_temperature=sample_temperature, sample_tokens=sample_tokens,
         samples=samples,
         corpus_shaped_lines=corpus_shape[0], corpus_lines=corpus_shape[1],
+        corpus_couplet_lines=len(halves),
+        corpus_half_lengths=sorted(half_lengths.items()),
+        char_tokens=sorted(char_tokens.items()),
         state_dict={k: v.detach().clone() for k, v in model.state_dict().items()},
     )
 
@@ -732,7 +866,9 @@ class SamplingResult:
         texts: The continuation under each rule (same seed for all).
         max_new_tokens: Tokens generated per rule.
         top_tokens: The most likely next tokens after the prompt (as text;
-            ``"\\n"`` for a newline).
+            ``"\\n"`` for a newline; a token that is part of a character decodes
+            to U+FFFD).
+        vocab_size: The model's vocabulary.
         distributions: For each of ``distribution_rules``, the probability of each
             of ``top_tokens``.
         distribution_rules: The rules whose next-token distribution is shown.
@@ -745,6 +881,7 @@ class SamplingResult:
     rules: list[str]
     texts: list[str]
     max_new_tokens: int
+    vocab_size: int
     top_tokens: list[str]
     distributions: list[list[float]]
     distribution_rules: list[str]
@@ -769,7 +906,7 @@ def _sampling_parts(corpus: str, **_: object) -> list:
 @cached(parts=_sampling_parts, cost=0.7)
 def run_sampling(
     corpus: str = "shakespeare",
-    prompt: str = "ROMEO:\nI ",
+    prompt: str = "ROMEO:\nThou art",
     max_new_tokens: int = 80,
     n_top: int = 10,
     seed: int = 0,
@@ -781,10 +918,11 @@ def run_sampling(
     check_choice("corpus", corpus, CORPORA)
     check_str("prompt", prompt, nonempty=True)
     check_int("max_new_tokens", max_new_tokens)
-    check_int("n_top", n_top, maximum=ByteTokenizer.vocab_size)
+    check_int("n_top", n_top, maximum=LECTURE_VOCAB)
     check_int("seed", seed, minimum=0)
-    model = run_training_run(corpus=corpus).model()
-    tokenizer = ByteTokenizer()
+    run = run_training_run(corpus=corpus)
+    model = run.model()
+    tokenizer = corpus_tokenizer(corpus, run.settings.vocab_size)
     ids = tokenizer.encode(prompt)
     texts = []
     for settings in _RULES.values():
@@ -805,7 +943,8 @@ def run_sampling(
         entropies.append(float(-(nz * nz.log()).sum()))
     top_tokens = [tokenizer.decode([i]) for i in order]
     return SamplingResult(corpus, prompt, list(_RULES), texts, max_new_tokens,
-                          top_tokens, dists, rules, kept, entropies)
+                          run.settings.vocab_size, top_tokens, dists, rules, kept,
+                          entropies)
 
 
 # --- (5) the KV cache ---------------------------------------------------------------
@@ -1020,13 +1159,21 @@ class ThroughputTiming:
         return 6.0 * self.n_non_embedding * self.median_tokens_per_s
 
 
-@cached(machine_dependent=True)
+def _throughput_parts(settings: TinyLMSettings | None = None, **_: object) -> list:
+    vocab_size = LECTURE_VOCAB if settings is None else settings.vocab_size
+    return _training_run_parts("shakespeare", vocab_size)
+
+
+@cached(parts=_throughput_parts, machine_dependent=True)
 def time_training_throughput(
     repeats: int = 3,
     steps: int = 10,
     settings: TinyLMSettings | None = None,
 ) -> ThroughputTiming:
     """Tokens/s of :func:`train` on Shakespeare batches, ``repeats`` times.
+
+    The batches come from the first 100,000 characters, encoded with the
+    tokenizer of a lecture run of ``settings.vocab_size``.
 
     Cached per machine (``machine_dependent``): the numbers belong to the machine
     they ran on, which the result names.
@@ -1035,9 +1182,11 @@ def time_training_throughput(
     """
     check_int("repeats", repeats)
     check_int("steps", steps)
-    settings = TinyLMSettings() if settings is None else settings
+    settings = TinyLMSettings(vocab_size=LECTURE_VOCAB) if settings is None else settings
     check_type("settings", settings, TinyLMSettings)
-    train_ids, _, _ = _tokens("shakespeare")
+    tokenizer = corpus_tokenizer("shakespeare", settings.vocab_size)
+    text = corpus_text("shakespeare")[:100_000]  # speed does not depend on the text
+    train_ids = np.asarray(tokenizer.encode(text), dtype=np.uint16)
     torch.manual_seed(0)
     model = settings.model()
     opt = settings.optimizer(model)
@@ -1087,8 +1236,12 @@ def time_generation(
     d_model: int = 64,
     num_layers: int = 2,
     repeats: int = 3,
+    vocab_size: int = LECTURE_VOCAB,
 ) -> GenerationTiming:
     """Time each generated token as the text grows from 1 to ``context_length``.
+
+    The model is untrained (speed does not depend on the weights), with the
+    lecture runs' vocabulary by default: the output layer is part of each step.
 
     Cached per machine (``machine_dependent``), like :func:`time_training_throughput`.
 
@@ -1096,8 +1249,9 @@ def time_generation(
     """
     check_int("context_length", context_length, minimum=2)
     check_int("repeats", repeats)
-    settings = _settings(context_length=context_length, d_model=d_model,
-                         num_layers=num_layers, d_ff=swiglu_hidden_dim(d_model, 16))
+    settings = _settings(vocab_size=vocab_size, context_length=context_length,
+                         d_model=d_model, num_layers=num_layers,
+                         d_ff=swiglu_hidden_dim(d_model, 16))
     torch.manual_seed(0)
     model = settings.model().eval()
     steps = context_length - 1

@@ -1,8 +1,10 @@
 """Tables and figures of :mod:`llmlab.experiments.training`, in the reader's language.
 
 Generated text is shown as it came out, with two substitutions so that it reads
-on a page: control characters (an untrained byte-level model emits them) become
-``�``, as undecodable bytes already do; in a table cell a newline becomes ``↵``.
+on a page: control characters (an untrained model emits them) become ``�``, as
+undecodable bytes already do; in a table cell a newline becomes ``↵``. A token
+alone (:func:`token_text`) shows a space as ``␣`` and the bytes of part of a
+character as ``\xe5\xae``.
 
 Taught on: "Training and generating text".
 """
@@ -10,7 +12,9 @@ Taught on: "Training and generating text".
 from __future__ import annotations
 
 import ast
+import collections
 import inspect
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -28,6 +32,7 @@ from llmlab.experiments.training import (
     SamplingResult,
     ThroughputTiming,
     TrainingRunResult,
+    poem_halves,
     poem_shape_share,
 )
 from llmlab.report import (
@@ -51,15 +56,19 @@ __all__ = [
     "checkpoint_table",
     "clipping_table",
     "continuations_markdown",
+    "char_tokens_line",
+    "encoding_table",
     "fmt_bytes",
     "generation_timing_figure",
     "grad_norm_figure",
+    "half_lengths_table",
     "kv_equality_table",
     "kv_memory_table",
     "loss_at_init_table",
     "loss_curves_figure",
     "lr_schedule_figure",
     "model_line",
+    "mostly_couplets",
     "mostly_shaped",
     "next_token_figure",
     "overflow_table",
@@ -71,8 +80,10 @@ __all__ = [
     "source_block",
     "throughput_table",
     "token_name",
+    "token_text",
     "undecodable_line",
     "undecodable_share",
+    "vocab_table",
 ]
 
 CORPUS_NAMES = {
@@ -98,8 +109,17 @@ def printable(s: str) -> str:
 
 
 def token_name(token: str) -> str:
-    """A one-token string as a reader can see it: ``␣`` for a space, ``↵`` for a newline."""
-    return {" ": "␣", "\n": "↵", "\t": "⇥"}.get(token, printable(token))
+    """A token's text as a reader can see it: ``␣`` for a space, ``↵`` for a newline."""
+    return printable(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥"))
+
+
+def token_text(token: bytes) -> str:
+    """A token's bytes as a reader can see them: ``b" the"`` -> ``"␣the"``.
+
+    A space is ``␣``, a newline ``↵``, a tab ``⇥``; bytes that are part of a
+    character (not UTF-8 on their own) are written ``\\xe5\\xae``.
+    """
+    return token_name(token.decode("utf-8", errors="backslashreplace"))
 
 
 def _code_span(s: str) -> str:
@@ -158,6 +178,12 @@ def mostly_shaped(texts: Sequence[str]) -> int:
     """How many of ``texts`` have more than half of their lines in the poem shape."""
     counts = [poem_shape_share(t) for t in texts]
     return sum(shaped > lines / 2 for shaped, lines in counts if lines)
+
+
+def mostly_couplets(texts: Sequence[str]) -> int:
+    """How many of ``texts`` have more than half of their lines couplets (any halves)."""
+    counts = [(len(poem_halves(t)), poem_shape_share(t)[1]) for t in texts]
+    return sum(couplets > lines / 2 for couplets, lines in counts if lines)
 
 
 # --- (1) loss ----------------------------------------------------------------------
@@ -289,6 +315,31 @@ def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
 # --- (3) training runs --------------------------------------------------------------
 
 
+def encoding_table(rows: Sequence[tuple[str, str, Sequence[bytes], Sequence[int]]]
+                   ) -> Localized:
+    """One row per ``(corpus, text, tokens, ids)``: the text and its length, then
+    each token with its id.
+
+    Tokens are the tokenization lecture's chips (a part of a character has a
+    dashed outline); a line may break between two tokens, never inside a token
+    and its id.
+    """
+    from llmlab.report.tokenization import tokens_html, verbatim_html
+
+    body = []
+    for corpus, line, tokens, ids in rows:
+        pairs = "<wbr> ".join(f'<span class="llmlab-merge">{tokens_html([t])}&nbsp;{i}</span>'
+                              for t, i in zip(tokens, ids))
+        size = label(f"{len(line)} 个字符 → {len(ids)} 个 token",
+                     f"{len(line)} characters → {len(ids)} tokens")
+        body.append((CORPUS_NAMES[corpus],
+                     label(f"{verbatim_html(line)}<br>{size.zh}",
+                           f"{verbatim_html(line)}<br>{size.en}"), pairs))
+    headers = [label("语料", "corpus"), label("文本", "text"),
+               label("token 与编号", "tokens and ids")]
+    return table(headers, body, align="lll")
+
+
 def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
     """One column per run: data, optimisation, what it cost and where it got.
 
@@ -299,8 +350,11 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
 
     s = [r.settings for r in runs]
     rows = [
-        row(label("训练 / 验证 token（字节）", "train / validation tokens (bytes)"),
+        row(label("分词器", "tokenizer"), [_tokenizer_cell(r) for r in runs]),
+        row(label("训练 / 验证 token", "train / validation tokens"),
             [f"{fmt_int(r.train_tokens)} / {fmt_int(r.val_tokens)}" for r in runs]),
+        row(label("每个 token 的字符数（验证集）", "characters per token (validation)"),
+            [fmt_float(r.chars_per_token, 2) for r in runs]),
         row(label("步数 × 批大小 × 上下文", "steps × batch × context"),
             [f"{x.steps} × {x.batch_size} × {x.context_length}" for x in s]),
         row(label("学习率（峰值 → 最低），预热", "learning rate (peak → floor), warm-up"),
@@ -312,12 +366,38 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
         row(label("验证损失：开始 → 结束", "validation loss: start → end"),
             [f"{fmt_float(r.val_losses[0])} → {fmt_float(r.final_val_loss)}"
              for r in runs]),
-        row(label("结束时的验证损失 / ln 256", "final validation loss / ln 256"),
+        row(label("结束时的验证损失 / ln V", "final validation loss / ln V"),
             [fmt_pct(r.val_loss_vs_uniform) for r in runs]),
+        row(label("验证困惑度：开始 → 结束", "validation perplexity: start → end"),
+            [f"{fmt_float(math.exp(r.val_losses[0]), 0)} → "
+             f"{fmt_float(math.exp(r.final_val_loss), 0)}" for r in runs]),
     ]
     return table([label("设置与结果", "setting or result"),
                   *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
                  align="l" + "l" * len(runs))
+
+
+def vocab_table(sizes: Sequence[int], en_chars: dict[int, float],
+                one_token: dict[int, float], d_model: int) -> Localized:
+    """Per vocabulary size: merges, English characters per token, the share of
+    Chinese characters that are one token, and the parameters of the two
+    vocabulary layers (embeddings and ``lm_head``, ``2 · V · d_model``)."""
+    rows = [(fmt_int(v), fmt_int(v - 257), fmt_float(en_chars[v], 2),
+             fmt_pct(one_token[v]), fmt_int(2 * v * d_model)) for v in sizes]
+    headers = ["V", label("合并", "merges"),
+               label("英文：每个 token 的字符数", "English: characters per token"),
+               label("中文：单独成一个 token 的字", "Chinese: characters that are one token"),
+               label("嵌入层 + lm_head 的参数", "parameters of embeddings + lm_head")]
+    return table(headers, rows)
+
+
+def _tokenizer_cell(r: TrainingRunResult) -> Label:
+    v = fmt_int(r.settings.vocab_size)
+    if r.tokenizer == "bytes":
+        return label(f"字节，V = {v}", f"bytes, V = {v}")
+    m, n = fmt_int(r.num_merges), fmt_int(r.tokenizer_chars)
+    return label(f"BPE，V = {v}（前 {n} 个字符上的 {m} 个合并）",
+                 f"BPE, V = {v} ({m} merges, on the first {n} characters)")
 
 
 def model_line(r: TrainingRunResult) -> Label:
@@ -332,8 +412,8 @@ def model_line(r: TrainingRunResult) -> Label:
 
 
 def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
-    """Training loss per step and validation loss, per run, with ``ln 256``."""
-    log_v = runs[0].log_vocab
+    """Training loss per step and validation loss, per run, with ``ln V`` dashed."""
+    vocab_sizes = sorted({r.settings.vocab_size for r in runs})
 
     def make(lang: str) -> str:
         def draw(fig: Any, ax: Any) -> None:
@@ -345,10 +425,12 @@ def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
                 ax.plot(r.val_iterations, r.val_losses, color=colour, marker="o",
                         markersize=4, linewidth=1.6,
                         label=text(label(f"{name}：验证", f"{name}: validation"), lang))
-            ax.axhline(log_v, color="grey", linestyle="--", linewidth=1,
-                       label=text(label("ln 256（均匀瞎猜）", "ln 256 (uniform guess)"), lang))
+            for j, v in enumerate(vocab_sizes):
+                ax.axhline(math.log(v), color="grey", linestyle=("--", ":")[j % 2],
+                           linewidth=1, label=text(label(
+                               f"ln {v}（均匀瞎猜）", f"ln {v} (uniform guess)"), lang))
             ax.set_xlabel(text(label("训练步数", "training step"), lang))
-            ax.set_ylabel(text(label("交叉熵（nat / 字节）", "cross-entropy (nats / byte)"),
+            ax.set_ylabel(text(label("交叉熵（nat / token）", "cross-entropy (nats / token)"),
                                lang))
             ax.grid(True, alpha=0.3)
             ax.legend(frameon=False, fontsize=8)
@@ -356,11 +438,12 @@ def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
         return _draw(lang, 6.0, 3.6, draw)
 
     zh, en = _run_names(runs)
-    return figure(make, data=[[(r.train_losses, r.val_losses) for r in runs], log_v],
-                  alt=label(
-        f"{zh}的损失曲线：每一步的训练损失和每隔几步的验证损失，虚线是均匀瞎猜的 ln 256",
+    logs = " / ".join(f"ln {v}" for v in vocab_sizes)
+    return figure(make, data=[[(r.train_losses, r.val_losses) for r in runs],
+                              vocab_sizes], alt=label(
+        f"{zh}的损失曲线：每一步的训练损失和每隔几步的验证损失，虚线是均匀瞎猜的 {logs}",
         f"Loss curves of {en}: training loss at every step, validation loss every few "
-        "steps, and ln 256 (a uniform guess) dashed"))
+        f"steps, and {logs} (a uniform guess) dashed"))
 
 
 def _stage(r: TrainingRunResult, s: Sample) -> Label:
@@ -390,19 +473,58 @@ def samples_markdown(r: TrainingRunResult, first_only: bool = True) -> Localized
 
 
 def poem_shape_table(r: TrainingRunResult) -> Localized:
-    """Per stage: shaped lines of all lines, texts mostly shaped; the real poems.
+    """Per stage: couplet lines and shaped lines, of all lines; the real poems.
 
-    The share of undecodable characters per stage is :func:`undecodable_line`.
+    The share of undecodable characters per stage is :func:`undecodable_line`, the
+    halves' lengths :func:`half_lengths_table`.
     """
-    rows = [(_stage(r, s), f"{s.shaped_lines} / {s.lines} ({fmt_pct(s.shape_share)})",
-             f"{mostly_shaped(s.texts)} / {len(s.texts)}")
+    def share(n: int, lines: int) -> str:
+        return f"{fmt_int(n)} / {fmt_int(lines)} ({fmt_pct(n / lines if lines else 0.0)})"
+
+    rows = [(_stage(r, s), share(s.couplet_lines, s.lines), share(s.shaped_lines, s.lines),
+             f"{mostly_couplets(s.texts)} / {len(s.texts)}")
             for s in r.samples]
     rows.append((label("验证集里的原诗", "the real poems (validation)"),
-                 f"{fmt_int(r.corpus_shaped_lines)} / {fmt_int(r.corpus_lines)} "
-                 f"({fmt_pct(r.corpus_shape_share)})", "—"))
-    headers = [label("样本", "sample"), label("合格律的行", "shaped lines"),
-               label("多数行合格律的段", "texts mostly shaped")]
+                 share(r.corpus_couplet_lines, r.corpus_lines),
+                 share(r.corpus_shaped_lines, r.corpus_lines), "—"))
+    headers = [label("样本", "sample"), label("对句行", "couplet lines"),
+               label("合五言、七言格律的行", "lines of 5 + 5 or 7 + 7"),
+               label("多数行是对句的段", "texts mostly couplets")]
     return table(headers, rows)
+
+
+def half_lengths_table(r: TrainingRunResult) -> Localized:
+    """Share of half lines of 3 to 7 characters (and other lengths): the final
+    samples against the real poems."""
+    last = r.samples[-1]
+    sample = collections.Counter(n for t in last.texts for pair in poem_halves(t)
+                                 for n in pair)
+    poems = collections.Counter(dict(r.corpus_half_lengths))
+    cols = range(3, 8)
+
+    def shares(counts: collections.Counter) -> list[str]:
+        total = sum(counts.values())
+        if not total:
+            return ["—"] * (len(cols) + 1)
+        rest = sum(v for k, v in counts.items() if k not in cols)
+        return [*(fmt_pct(counts[n] / total) for n in cols), fmt_pct(rest / total)]
+
+    headers = [label("半句的字数", "characters per half"), *map(str, cols),
+               label("其他", "other")]
+    rows = [(label(f"模型，第 {last.iteration} 步", f"model, step {last.iteration}"),
+             *shares(sample)),
+            (label("原诗", "real poems"), *shares(poems))]
+    return table(headers, rows)
+
+
+def char_tokens_line(r: TrainingRunResult) -> Label:
+    """One line: the share of the validation text's characters that take 1, 2, 3 tokens."""
+    total = sum(n for _, n in r.char_tokens)
+    parts = [(k, fmt_pct(n / total)) for k, n in r.char_tokens if n / total >= 0.001]
+    zh = "，".join(f"{k} 个 token 的 {x}" for k, x in parts)
+    en = ", ".join(f"{k} token{'s' if k > 1 else ''}: {x}" for k, x in parts)
+    return label(f"验证集里的汉字，单独编码时：{zh}",
+                 f"characters of the validation text, each encoded alone: {en}")
 
 
 def undecodable_line(r: TrainingRunResult) -> Label:
@@ -472,8 +594,8 @@ def next_token_figure(r: SamplingResult) -> Localized:
                 ax.bar(xs, probs, width=width, label=text(RULE_NAMES[rule], lang))
             ax.set_xticks(range(len(tokens)), labels=tokens)
             ax.set_xlabel(text(label(f"“{r.prompt.replace(chr(10), '↵')}”之后最可能的"
-                                     f" {len(tokens)} 个字节",
-                                     f"the {len(tokens)} likeliest bytes after "
+                                     f" {len(tokens)} 个 token",
+                                     f"the {len(tokens)} likeliest tokens after "
                                      f"“{r.prompt.replace(chr(10), '↵')}”"), lang))
             ax.set_ylabel(text(label("下一个 token 的概率", "next-token probability"), lang))
             ax.grid(True, axis="y", alpha=0.3)
@@ -482,9 +604,9 @@ def next_token_figure(r: SamplingResult) -> Localized:
         return _draw(lang, 6.4, 3.4, draw)
 
     return figure(make, data=[r.top_tokens, r.distributions], alt=label(
-        f"柱状图：在 {len(tokens)} 个最可能的下一个字节上，各条采样规则给出的概率",
+        f"柱状图：在 {len(tokens)} 个最可能的下一个 token 上，各条采样规则给出的概率",
         f"Bar chart: the probability each sampling rule gives the {len(tokens)} "
-        "likeliest next bytes"))
+        "likeliest next tokens"))
 
 
 # --- (5) KV cache --------------------------------------------------------------------
