@@ -350,3 +350,26 @@ BAD = [
 def test_bad_arguments_are_named(call: Callable[[], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+PAGE_DIAGRAMS = {  # the diagram calls each lecture shows
+    "attention-from-scratch.md": ("attention_lookup()", "qkv_projections()", "causal_mask()"),
+    "multihead-transformer-block.md": ("head_split()", "transformer_block(pre_ln=True)",
+                                       "transformer_block(pre_ln=False)"),
+    "building-blocks.md": ("gpt2_vs_llama_block()", "rope_rotation()"),
+}
+
+
+@pytest.mark.parametrize("lang", ("zh", "en"))
+@pytest.mark.parametrize("page", sorted(PAGE_DIAGRAMS))
+def test_each_diagram_in_a_figure_only_block(lang: str, page: str) -> None:
+    """A diagram is a figure between paragraphs: its block prints it and shows no code."""
+    from pages import fenced_blocks, read_page
+
+    blocks = fenced_blocks(read_page(lang, f"lectures/{page}"))
+    for call in PAGE_DIAGRAMS[page]:
+        found = [b for b in blocks if re.search(rf"\b{re.escape(call)}", b.code)]
+        assert len(found) == 1, f"{lang}/{page}: {call} in {len(found)} blocks"
+        block = found[0]
+        assert block.executed and block.attrs.get("html") == "on"
+        assert "source" not in block.attrs, f"{lang}/{page}: {call}: the figure only, no source"

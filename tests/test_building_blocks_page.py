@@ -1,0 +1,41 @@
+"""The building-blocks lecture: the timing tables' rows (its exercises: ``test_exercises.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmlab.experiments import building_blocks as bb
+from llmlab.report.building_blocks import flops_table, kernels_table, norm_share_summary
+
+
+@pytest.fixture(scope="module")
+def small_timing() -> bb.FlopsRuntimeResult:
+    return bb.run_flops_vs_runtime.uncached(seq_len=16, d_model=64, d_head=16,
+                                            min_run_time=0.01)
+
+
+def test_kernel_counts(small_timing) -> None:
+    r = small_timing
+    assert len(r.kernels) == len(r.ops) and all(k >= 1 for k in r.kernels)
+    assert r.kernels[r.index("matmul")] == 1
+    for op in ("LayerNorm", "softmax"):  # PyTorch: one kernel; ours: a pass per step
+        assert r.kernels[r.index(op, "torch")] == 1 < r.kernels[r.index(op, "llmlab")]
+    assert r.kernels[r.index("softmax", "llmlab")] == 5  # amax, sub, exp, sum, div
+    assert r.machine and r.threads == 1
+
+
+def test_timing_tables_name_each_rows_implementation(small_timing) -> None:
+    r = small_timing
+    for impl, name in (("torch", "PyTorch"), ("llmlab", "llmlab (teaching code)")):
+        text = flops_table(r, impl).render("en")
+        rows = [line for line in text.splitlines()[2:] if line.startswith("|")]
+        assert len(rows) == len(set(r.ops))  # one row per op
+        softmax_row = next(row for row in rows if row.startswith("| softmax"))
+        assert f"| {name} |" in softmax_row
+        assert "| PyTorch |" in rows[0]  # the matmul is always PyTorch's
+    kernels = kernels_table(r).render("zh").splitlines()
+    assert "PyTorch 的核数" in kernels[0]
+    assert [row.split(" | ")[0] for row in kernels[2:]] == ["| RMSNorm", "| LayerNorm",
+                                                           "| softmax"]
+    summary = norm_share_summary(r).render("en")
+    assert r.machine in summary and "25%" in summary and len(summary.splitlines()) == 4
