@@ -16,7 +16,7 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from conftest import ROOT, SUBPATH, build_env, run_mkdocs_build, write_mini_site
+from conftest import ROOT, build_env, run_mkdocs_build, write_mini_site
 from llmlab.precompute import notebooks
 
 pytestmark = pytest.mark.site

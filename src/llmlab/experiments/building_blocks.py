@@ -28,7 +28,7 @@ from llmlab.checks import (
     check_sizes,
     check_type,
 )
-from llmlab.feed_forward import ReLUFFN, SwiGLU, gelu, relu, silu, swiglu_hidden_dim
+from llmlab.feed_forward import ReLUFFN, SwiGLU, gelu, relu, silu
 from llmlab.functional import softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.models.llama import (

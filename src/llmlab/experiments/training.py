@@ -48,7 +48,6 @@ from torch import Tensor, nn
 from llmlab.cache import cached
 from llmlab.checks import (
     check_bool,
-    check_callable,
     check_choice,
     check_finite_float,
     check_int,

@@ -15,7 +15,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llmlab.compute import ACCELERATORS
 from llmlab.experiments.distributed import (
     CommunicationTiming,
     DDPCheckResult,
