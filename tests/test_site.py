@@ -250,6 +250,19 @@ def test_heading_anchors_keep_chinese(built_site) -> None:
     assert any(re.search(r"[\u4e00-\u9fff]", i) for i in ids), ids
 
 
+def test_table_of_contents_shows_no_raw_latex(built_site) -> None:
+    """The page's table of contents is plain text: a heading's ``$...$`` would show
+    there as ``\\(...\\)`` (the math is rendered in the article only)."""
+    pages = sorted(built_site.site_dir.rglob("index.html"))
+    assert len(pages) > 10
+    for page in pages:
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for link in soup.select(".md-nav--secondary a.md-nav__link"):
+            words = link.get_text(" ", strip=True)
+            assert "\\(" not in words and "$" not in words, (
+                f"{page.relative_to(built_site.site_dir)}: TOC entry {words!r}")
+
+
 # --------------------------------------------------------------------------
 # loud failures, on a minimal site that uses the real config and hooks
 # --------------------------------------------------------------------------
