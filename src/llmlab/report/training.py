@@ -396,7 +396,7 @@ def _tokenizer_cell(r: TrainingRunResult) -> Label:
     if r.tokenizer == "bytes":
         return label(f"字节，V = {v}", f"bytes, V = {v}")
     m, n = fmt_int(r.num_merges), fmt_int(r.tokenizer_chars)
-    return label(f"BPE，V = {v}（前 {n} 个字符上的 {m} 个合并）",
+    return label(f"BPE，V = {v}（{m} 个合并，学自前 {n} 个字符）",
                  f"BPE, V = {v} ({m} merges, on the first {n} characters)")
 
 
@@ -488,7 +488,7 @@ def poem_shape_table(r: TrainingRunResult) -> Localized:
                  share(r.corpus_couplet_lines, r.corpus_lines),
                  share(r.corpus_shaped_lines, r.corpus_lines), "—"))
     headers = [label("样本", "sample"), label("对句行", "couplet lines"),
-               label("合五言、七言格律的行", "lines of 5 + 5 or 7 + 7"),
+               label("合五言、七言格律的行", "lines of regular five- or seven-character verse"),
                label("多数行是对句的段", "texts mostly couplets")]
     return table(headers, rows)
 
