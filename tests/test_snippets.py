@@ -2,9 +2,11 @@
 
 * Pages: every ```` ```python ```` block of ``docs/zh`` and ``docs/en`` (executed or not),
   deduplicated by code (the two languages share their blocks). Each runs alone, as
-  a reader who copies it would run it: a new interpreter, a temporary working
-  folder, nothing importable but the installed packages (``llmlab`` among them),
-  no state left by another block.
+  a reader who copies it would run it: a new process, a temporary working folder,
+  nothing importable but the installed packages (``llmlab`` among them), no state
+  left by another block. On Linux the process is forked from an isolated
+  interpreter that has imported torch and numpy and nothing else (see
+  ``snippet_forkserver.py``): the snippet still has to import what it uses.
 * Notebooks: each ``examples/*.py`` once, all its code cells in order in a fresh
   interpreter (never after another notebook or page): what its download gives
   the reader. (The build has executed every cell in a kernel already.)
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -76,11 +79,57 @@ def _env(cache_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_snippet(code: str, cache_dir: Path) -> tuple[bool, float, str]:
-    """Run ``code`` in a new interpreter in an empty folder; (ok, seconds, log)."""
+FORK = sys.platform.startswith("linux")  # elsewhere: a new interpreter per snippet
+
+
+class ForkServer:
+    """``python -I`` with torch imported, forking a child per snippet (Linux).
+
+    See ``snippet_forkserver.py``: the child runs the snippet as ``__main__`` in a
+    namespace of its own, so it must import what it uses, as in a new interpreter;
+    only torch's import time (about 2 s here, per snippet) is saved.
+    """
+
+    def __init__(self, cache_dir: Path) -> None:
+        source = (Path(__file__).parent / "snippet_forkserver.py").read_text(encoding="utf-8")
+        self.folder = tempfile.mkdtemp(prefix="llmlab-forkserver-")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-c", source], cwd=self.folder,
+                                     env=_env(cache_dir), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def run(self, script: Path) -> tuple[int, float]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"script": str(script), "timeout": TIMEOUT_S}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the snippet fork server exited ({self.proc.wait()})")
+        reply = json.loads(line)
+        return reply["rc"], reply["seconds"]
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        os.rmdir(self.folder)
+
+
+def run_snippet(code: str, cache_dir: Path,
+                server: ForkServer | None = None) -> tuple[bool, float, str]:
+    """Run ``code`` in a new process in an empty folder; (ok, seconds, log).
+
+    With ``server``, a child forked from it (torch already imported); without, a
+    new interpreter.
+    """
     with tempfile.TemporaryDirectory(prefix="llmlab-snippet-") as tmp:
         script = Path(tmp) / "snippet.py"
         script.write_text(code, encoding="utf-8")
+        if server is not None:
+            rc, seconds = server.run(script)
+            log = (Path(tmp) / "output.txt").read_text(encoding="utf-8", errors="replace")
+            if rc == -9:
+                log += f"\ntimed out after {TIMEOUT_S} s"
+            return rc == 0, seconds, log[-3000:]
         start = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -92,6 +141,54 @@ def run_snippet(code: str, cache_dir: Path) -> tuple[bool, float, str]:
             return False, time.perf_counter() - start, f"timed out after {TIMEOUT_S} s"
         seconds = time.perf_counter() - start
         return proc.returncode == 0, seconds, (proc.stdout + proc.stderr)[-3000:]
+
+
+def run_snippets(codes: list[str], cache_dir: Path) -> list[tuple[bool, float, str]]:
+    """:func:`run_snippet` for each of ``codes``, ``WORKERS`` at a time."""
+    if not FORK:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(lambda c: run_snippet(c, cache_dir), codes))
+    servers: queue.Queue[ForkServer] = queue.Queue()
+    for _ in range(WORKERS):
+        servers.put(ForkServer(cache_dir))
+
+    def one(code: str) -> tuple[bool, float, str]:
+        server = servers.get()
+        try:
+            return run_snippet(code, cache_dir, server)
+        finally:
+            servers.put(server)
+
+    try:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(one, codes))
+    finally:
+        while not servers.empty():
+            servers.get().close()
+
+
+@pytest.mark.skipif(not FORK, reason="the fork server runs on Linux")
+def test_a_forked_snippet_is_as_alone_as_a_new_interpreter(tmp_path: Path) -> None:
+    """Only torch's import time is shared: names, modules of llmlab, the folder, the
+    exit code, a crash and a timeout are each the snippet's own."""
+    codes = [
+        "print(torch.ones(1))",  # not imported by the snippet: a NameError
+        "import sys\nassert 'llmlab' not in sys.modules and 'torch' in sys.modules\n"
+        "import os\nprint(sorted(os.listdir('.')))\nassert '' not in sys.path",
+        "import sys\nsys.exit(3)",
+        "import torch\ntorch.manual_seed(0)\nprint(torch.rand(1).item())",
+        "import torch\nprint(torch.rand(1).item())",  # unseeded: seeded from the OS
+        "import torch\nprint(torch.rand(1).item())",
+        "import os\nos.kill(os.getpid(), 9)",
+    ]
+    results = run_snippets(codes, tmp_path)
+    assert [ok for ok, _, _ in results] == [False, True, False, True, True, True, False]
+    assert "NameError: name 'torch' is not defined" in results[0][2]
+    assert "['output.txt', 'snippet.py']" in results[1][2]
+    fresh = run_snippet("import torch\ntorch.manual_seed(0)\nprint(torch.rand(1).item())",
+                        tmp_path)
+    assert results[3][2] == fresh[2]  # seeded: as in a new interpreter
+    assert results[4][2] != results[5][2]  # unseeded: as two new interpreters differ
 
 
 def test_partial_blocks_are_marked_and_few() -> None:
@@ -112,9 +209,7 @@ def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
     partial = [s for s in page_snippets if s.partial]
     partial_blocks = sum(len(s.where) for s in partial)
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        results = list(pool.map(lambda s: run_snippet(s.code, built_site.cache_dir),
-                                to_run))
+    results = run_snippets([s.code for s in to_run], built_site.cache_dir)
 
     failures = [(s, log) for s, (ok, _, log) in zip(to_run, results) if not ok]
     summary = {
