@@ -104,8 +104,13 @@ def _headings(text: str) -> list[tuple[int, str]]:
 
 
 def _slugs(text: str) -> set[str]:
-    # inline code in a heading keeps its text in the slug (`CausalAttention`)
-    return {SLUG(title.replace("`", ""), "-") for _, title in _headings(text)}
+    """Each heading's anchor: its ``{#id}`` (attr_list) if it has one, else its slug."""
+    out = set()
+    for _, title in _headings(text):
+        given = re.search(r"\{#([^\s}]+)\}\s*$", title)
+        # inline code in a heading keeps its text in the slug (`CausalAttention`)
+        out.add(given.group(1) if given else SLUG(title.replace("`", ""), "-"))
+    return out
 
 
 def _section(text: str, heading: str) -> str:
