@@ -5,7 +5,7 @@ Not imported by the tests: ``test_snippets.py`` runs this file's text with
 ``sys.path``). The server imports torch and numpy, nothing of ``llmlab``, and then,
 for each request on stdin (a JSON line ``{"script": ..., "timeout": ...}``), forks a
 child that runs the script as ``__main__`` in the script's folder, with its output
-in ``output.txt`` there, in a namespace of its own: a snippet that forgets
+in ``stdout.txt`` and ``stderr.txt`` there, in a namespace of its own: a snippet that forgets
 ``import torch`` fails with a ``NameError`` as it would in a fresh interpreter. Its
 random generators (``random``, numpy's, torch's) are seeded from the OS, as a new
 interpreter's are; only the string hash seed is the server's. What the fork saves is
@@ -28,11 +28,13 @@ def _child(script: str) -> None:
     folder = os.path.dirname(script)
     os.setsid()  # its own process group: a timeout kills what it started too
     os.chdir(folder)
-    out = os.open(os.path.join(folder, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    out = os.open(os.path.join(folder, "stdout.txt"), flags)
+    err = os.open(os.path.join(folder, "stderr.txt"), flags)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
-    os.dup2(out, 2)
+    os.dup2(err, 2)
     sys.stdin = open(0, closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115

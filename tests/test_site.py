@@ -412,34 +412,83 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
 # builds reproduce
 # --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def second_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Another clean build: no cache at all, one process, default site URL.
+def second_precompute(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The experiments computed again: a fresh cache, one worker process.
 
-    Against the first build (parallel workers, a fresh cache) this checks that
-    outputs do not depend on the run, the cache or the parallel path.
+    Against the first build's (two workers, so a different process computes
+    what) this checks that no result depends on the run, the process or what ran
+    before it in that process (a global random state, say). The blocks that show
+    the results are run again each in a process of their own by
+    ``test_snippets.py``, which checks that they print what the build printed.
     """
-    tmp = tmp_path_factory.mktemp("second-build")
-    env = build_env(LLMLAB_CACHE="0", LLMLAB_BUILD_WORKERS="1")
-    proc = run_mkdocs_build(ROOT / "mkdocs.yml", tmp / "site", env)
+    tmp = tmp_path_factory.mktemp("second-precompute")
+    (tmp / "examples").mkdir()  # the experiments only
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmlab.precompute", "--manifest",
+         str(ROOT / "docs" / "experiments.toml"), "--examples", str(tmp / "examples"),
+         "--cache-dir", str(tmp / "cache"), "--workers", "1"],
+        cwd=ROOT, env=build_env(), capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return json.loads((tmp / "site" / "build-report.json").read_text(encoding="utf-8"))
+    return tmp / "cache"
 
 
-def test_two_clean_builds_give_identical_outputs(built_site, second_build) -> None:
-    first = json.loads(built_site.html("build-report.json"))
+def _same(a: object, b: object) -> bool:
+    """Equal results: field by field, tensors and arrays element by element (NaN = NaN).
 
-    def outputs(report: dict) -> dict[tuple[str, str], str]:
-        return {(b["page"], b["key"]): b["output"] for b in report["blocks"]
-                if not (b.get("id") or "").startswith("machine-dependent")}
+    Not pickle's bytes: a dict filled in another order, or a set (whose order
+    follows the process's string hash seed), pickles differently with equal values.
+    """
+    import dataclasses
 
-    a, b = outputs(first), outputs(second_build)
-    assert a.keys() == b.keys()
-    differ = sorted(k for k in a if a[k] != b[k])
-    assert differ == [], f"blocks whose output changed between builds: {differ}"
-    notebooks_a = {n["notebook"]: n["key"] for n in first["precompute"]["notebooks"]}
-    notebooks_b = {n["notebook"]: n["key"] for n in second_build["precompute"]["notebooks"]}
-    assert notebooks_a == notebooks_b
-    assert len(a) >= 100  # the lectures' blocks in both languages, not just the home page
+    import numpy as np
+
+    if type(a) is not type(b):
+        return False
+    if dataclasses.is_dataclass(a):
+        return all(_same(getattr(a, f.name), getattr(b, f.name))
+                   for f in dataclasses.fields(a))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and torch.equal(a.nan_to_num(), b.nan_to_num()) and bool(
+            (a.isnan() == b.isnan()).all())
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    return a == b
+
+
+def test_the_result_comparison_sees_a_difference() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class R:
+        xs: list
+        t: torch.Tensor
+
+    base = R([1.0, float("nan")], torch.tensor([1.0, float("nan")]))
+    assert _same(base, R([1.0, float("nan")], torch.tensor([1.0, float("nan")])))
+    assert not _same(base, R([1.0, 2.0], base.t))
+    assert not _same(base, R(base.xs, torch.tensor([1.5, float("nan")])))
+    assert _same({"a": 1, "b": 2}, {"b": 2, "a": 1}) and not _same((1,), [1])
+
+
+def test_two_clean_computations_give_identical_results(built_site, second_precompute) -> None:
+    import pickle
+
+    report = json.loads((second_precompute / "precompute.json").read_text(encoding="utf-8"))
+    jobs = [j for j in report["jobs"] if not j["machine"]]
+    assert len(jobs) >= 30, len(jobs)  # every page's experiments and their parts
+    differ = []
+    for job in jobs:
+        first, second = (pickle.loads((folder / f"{job['key']}.pkl").read_bytes())[0]
+                         for folder in (built_site.cache_dir, second_precompute))
+        if not _same(first, second):
+            differ.append(f"{job['module']}.{job['name']}({job['kwargs']})")
+    assert not differ, f"results that changed between two clean computations: {differ}"
 
 
 def test_machine_dependent_blocks_name_their_machine(built_site) -> None:

@@ -75,7 +75,8 @@ def _env(cache_dir: Path) -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg",
-               LLMLAB_CACHE_DIR=str(cache_dir), PYTHONDONTWRITEBYTECODE="1")
+               LLMLAB_LANG="en", LLMLAB_CACHE_DIR=str(cache_dir),
+               PYTHONDONTWRITEBYTECODE="1")
     return env
 
 
@@ -114,9 +115,16 @@ class ForkServer:
         os.rmdir(self.folder)
 
 
-def run_snippet(code: str, cache_dir: Path,
-                server: ForkServer | None = None) -> tuple[bool, float, str]:
-    """Run ``code`` in a new process in an empty folder; (ok, seconds, log).
+@dataclass
+class Run:
+    ok: bool
+    seconds: float
+    stdout: str
+    log: str  # the end of stdout and stderr, for a failure's report
+
+
+def run_snippet(code: str, cache_dir: Path, server: ForkServer | None = None) -> Run:
+    """Run ``code`` in a new process in an empty folder.
 
     With ``server``, a child forked from it (torch already imported); without, a
     new interpreter.
@@ -126,10 +134,11 @@ def run_snippet(code: str, cache_dir: Path,
         script.write_text(code, encoding="utf-8")
         if server is not None:
             rc, seconds = server.run(script)
-            log = (Path(tmp) / "output.txt").read_text(encoding="utf-8", errors="replace")
+            out, err = (Path(tmp, name).read_text(encoding="utf-8", errors="replace")
+                        for name in ("stdout.txt", "stderr.txt"))
             if rc == -9:
-                log += f"\ntimed out after {TIMEOUT_S} s"
-            return rc == 0, seconds, log[-3000:]
+                err += f"\ntimed out after {TIMEOUT_S} s"
+            return Run(rc == 0, seconds, out, (out + err)[-3000:])
         start = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -138,12 +147,13 @@ def run_snippet(code: str, cache_dir: Path,
                 capture_output=True, text=True, timeout=TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
-            return False, time.perf_counter() - start, f"timed out after {TIMEOUT_S} s"
+            return Run(False, time.perf_counter() - start, "", f"timed out after {TIMEOUT_S} s")
         seconds = time.perf_counter() - start
-        return proc.returncode == 0, seconds, (proc.stdout + proc.stderr)[-3000:]
+        return Run(proc.returncode == 0, seconds, proc.stdout,
+                   (proc.stdout + proc.stderr)[-3000:])
 
 
-def run_snippets(codes: list[str], cache_dir: Path) -> list[tuple[bool, float, str]]:
+def run_snippets(codes: list[str], cache_dir: Path) -> list[Run]:
     """:func:`run_snippet` for each of ``codes``, ``WORKERS`` at a time."""
     if not FORK:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -152,7 +162,7 @@ def run_snippets(codes: list[str], cache_dir: Path) -> list[tuple[bool, float, s
     for _ in range(WORKERS):
         servers.put(ForkServer(cache_dir))
 
-    def one(code: str) -> tuple[bool, float, str]:
+    def one(code: str) -> Run:
         server = servers.get()
         try:
             return run_snippet(code, cache_dir, server)
@@ -182,13 +192,13 @@ def test_a_forked_snippet_is_as_alone_as_a_new_interpreter(tmp_path: Path) -> No
         "import os\nos.kill(os.getpid(), 9)",
     ]
     results = run_snippets(codes, tmp_path)
-    assert [ok for ok, _, _ in results] == [False, True, False, True, True, True, False]
-    assert "NameError: name 'torch' is not defined" in results[0][2]
-    assert "['output.txt', 'snippet.py']" in results[1][2]
+    assert [r.ok for r in results] == [False, True, False, True, True, True, False]
+    assert "NameError: name 'torch' is not defined" in results[0].log
+    assert "['snippet.py', 'stderr.txt', 'stdout.txt']" in results[1].stdout
     fresh = run_snippet("import torch\ntorch.manual_seed(0)\nprint(torch.rand(1).item())",
                         tmp_path)
-    assert results[3][2] == fresh[2]  # seeded: as in a new interpreter
-    assert results[4][2] != results[5][2]  # unseeded: as two new interpreters differ
+    assert results[3].stdout == fresh.stdout  # seeded: as in a new interpreter
+    assert results[4].stdout != results[5].stdout  # unseeded: two new interpreters differ
 
 
 def test_partial_blocks_are_marked_and_few() -> None:
@@ -201,17 +211,34 @@ def test_partial_blocks_are_marked_and_few() -> None:
     )
 
 
-@pytest.mark.site
-def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
+@dataclass
+class SnippetRuns:
+    page_snippets: list[Snippet]
+    page_blocks: int
+    notebook_snippets: list[Snippet]
+    to_run: list[Snippet]
+    results: list[Run]
+
+
+@pytest.fixture(scope="module")
+def snippet_runs(built_site) -> SnippetRuns:
+    """Every snippet run once (experiments read the cache the build filled)."""
     page_snippets, page_blocks = collect_page_snippets()
     notebook_snippets = collect_notebook_snippets()
     to_run = [s for s in page_snippets if not s.partial] + notebook_snippets
+    results = run_snippets([s.code for s in to_run], built_site.cache_dir)
+    return SnippetRuns(page_snippets, page_blocks, notebook_snippets, to_run, results)
+
+
+@pytest.mark.site
+def test_every_snippet_runs_on_its_own(snippet_runs, record_property) -> None:
+    runs = snippet_runs
+    page_snippets, page_blocks = runs.page_snippets, runs.page_blocks
+    notebook_snippets, to_run, results = runs.notebook_snippets, runs.to_run, runs.results
     partial = [s for s in page_snippets if s.partial]
     partial_blocks = sum(len(s.where) for s in partial)
 
-    results = run_snippets([s.code for s in to_run], built_site.cache_dir)
-
-    failures = [(s, log) for s, (ok, _, log) in zip(to_run, results) if not ok]
+    failures = [(s, r.log) for s, r in zip(to_run, results) if not r.ok]
     summary = {
         "page_blocks": page_blocks,
         "unique_page_snippets": len(page_snippets),
@@ -221,10 +248,10 @@ def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
         "partial_blocks": partial_blocks,
         "partial_share": round(partial_blocks / page_blocks, 4),
         "failed": len(failures),
-        "seconds": round(sum(sec for _, sec, _ in results), 1),
+        "seconds": round(sum(r.seconds for r in results), 1),
         "partial": [s.where for s in partial],
-        "runs": [{"where": s.where, "ok": ok, "seconds": round(sec, 2)}
-                 for s, (ok, sec, _) in zip(to_run, results)],
+        "runs": [{"where": s.where, "ok": r.ok, "seconds": round(r.seconds, 2)}
+                 for s, r in zip(to_run, results)],
     }
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "snippets.json").write_text(json.dumps(summary, indent=1) + "\n",
@@ -238,3 +265,47 @@ def test_every_snippet_runs_on_its_own(built_site, record_property) -> None:
     report = "\n\n".join(f"{' = '.join(s.where)}:\n{log}" for s, log in failures)
     assert not failures, f"{len(failures)} snippet(s) failed; {counts}\n\n{report}"
     assert partial_blocks / page_blocks < MAX_PARTIAL_SHARE, counts
+
+
+def _built_outputs(built_site) -> dict[str, tuple[str, str]]:
+    """Code of each executed English block -> (its id, a hash of what the build printed)."""
+    from pages import fenced_blocks
+
+    report = json.loads(built_site.html("build-report.json"))
+    per_page: dict[str, list[dict]] = {}
+    for entry in report["blocks"]:
+        per_page.setdefault(entry["page"], []).append(entry)
+    out = {}
+    for rel in page_paths("en"):
+        executed = [b for b in fenced_blocks(read_page("en", rel)) if b.executed]
+        entries = per_page.get(f"en/{rel}", [])
+        assert len(entries) == len(executed), rel
+        for block, entry in zip(executed, entries):
+            out[block.code] = (entry["id"] or "", entry["output"])
+    return out
+
+
+@pytest.mark.site
+def test_each_block_prints_in_a_new_process_what_the_build_printed(
+        built_site, snippet_runs) -> None:
+    """A block run again, in a process of its own (English, as the build's English
+    page ran it), prints exactly what the build printed: its output depends on
+    nothing but its code and the cached results, not on the build's process, the
+    blocks before it or the global random state. Timings and provenance
+    (``machine-dependent`` ids) are left out."""
+    import hashlib
+
+    built = _built_outputs(built_site)
+    compared, differ = 0, []
+    for snippet, run in zip(snippet_runs.to_run, snippet_runs.results):
+        block_id, output = built.get(snippet.code, ("", None))
+        if output is None or block_id.startswith("machine-dependent") or not run.ok:
+            continue  # not executed at build time, a timing, or failed (reported above)
+        compared += 1
+        again = hashlib.sha256(json.dumps([run.stdout]).encode()).hexdigest()[:16]
+        if again != output:
+            differ.append(" = ".join(snippet.where))
+    assert compared >= 150, compared
+    assert not differ, f"blocks that print something else when run again: {differ}"
+
+

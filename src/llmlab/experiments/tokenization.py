@@ -347,7 +347,6 @@ class TrainedBPE:
         num_chars: Characters trained on (the corpus's first ones).
         num_pretokens: Pre-tokens in them; ``num_unique_pretokens`` distinct.
         merges: The merges in order; ``counts`` the pair count of each.
-        seconds: Training time (machine-dependent; for the build report).
 
     Taught on: "Tokenization".
     """
@@ -358,7 +357,6 @@ class TrainedBPE:
     num_unique_pretokens: int
     merges: list[tuple[bytes, bytes]]
     counts: list[int]
-    seconds: float
 
     def tokenizer(self, num_merges: int | None = None) -> Tokenizer:
         """A tokenizer with the first ``num_merges`` merges (all by default)."""
@@ -379,7 +377,6 @@ def run_train_corpus(corpus: str, num_chars: int, num_merges: int) -> TrainedBPE
     text = corpus_text(corpus)
     check_int("num_chars", num_chars, maximum=len(text))
     check_int("num_merges", num_merges, minimum=0)
-    start = time.perf_counter()
     counts = count_pretokens(text[:num_chars], [EOT])
     learned = learn_merges(counts, num_merges)
     return TrainedBPE(
@@ -389,7 +386,6 @@ def run_train_corpus(corpus: str, num_chars: int, num_merges: int) -> TrainedBPE
         num_unique_pretokens=len(counts),
         merges=[m.pair for m in learned],
         counts=[m.count for m in learned],
-        seconds=time.perf_counter() - start,
     )
 
 
