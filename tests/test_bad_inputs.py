@@ -1336,7 +1336,9 @@ PUBLIC_MODULES = [
     "llmlab.report.multihead", "llmlab.report.building_blocks", "llmlab.report.build",
     "llmlab.experiments.attention", "llmlab.experiments.multihead",
     "llmlab.experiments.building_blocks", "llmlab.experiments.tokenization",
-    "llmlab.experiments.training",
+    "llmlab.experiments.training", "llmlab.experiments.distributed", "llmlab.compute",
+    "llmlab.distributed", "llmlab.report.tokenization", "llmlab.report.training",
+    "llmlab.report.distributed", "llmlab.report.diagrams",
 ]
 # Public names without a bad-input case, and why.
 EXEMPT = {
