@@ -12,9 +12,11 @@ Taught on: "Where the compute and the memory go".
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from llmlab.checks import check_finite_float, check_floats, check_int, check_str, check_type
 from llmlab.experiments.distributed import (
     CommunicationTiming,
     DDPCheckResult,
@@ -94,12 +96,24 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 # --------------------------------------------------------------------------
 # numbers
 # --------------------------------------------------------------------------
+def _number(name: str, x: object) -> float:
+    """``x`` as a float: a real number (not a bool), NaN refused, ±inf allowed."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
+    x = float(x)
+    if math.isnan(x):
+        raise ValueError(f"{name} must be a number (not NaN), got nan")
+    return x
+
+
 def fmt_si(x: float, unit: str = "", digits: int = 4) -> str:
     """``46084915200`` -> ``"46.08 G"``: ``digits`` significant digits, SI prefix.
 
     Trailing zeros stay (``"22.70 M"``): they are significant.
     """
-    x = float(x)
+    x = _number("x", x)
+    check_str("unit", unit)
+    digits = check_int("digits", digits)
     if x == 0 or not math.isfinite(x):
         return f"{x:g} {unit}".strip()
     k = max(0, min(int(math.floor(math.log10(abs(x)) / 3)), len(_PREFIXES) - 1))
@@ -117,17 +131,27 @@ def fmt_si(x: float, unit: str = "", digits: int = 4) -> str:
 
 def fmt_bytes(n: float, digits: int = 3) -> str:
     """``1991036928`` -> ``"1.99 GB"`` (decimal: 1 GB = 10⁹ bytes)."""
+    if _number("n", n) < 0:
+        raise ValueError(f"n must be a number of bytes >= 0, got {n}")
+    check_int("digits", digits)
     return fmt_si(n, "B", digits)
 
 
 def fmt_sci(x: float, digits: int = 3) -> str:
     """``9.21698304e22`` -> ``"9.22 × 10²²"``."""
+    check_finite_float("x", x)
+    check_int("digits", digits)
     mantissa, exponent = f"{float(x):.{digits - 1}e}".split("e")
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def fmt_change(value: float, reference: float, digits: int = 1) -> str:
     """How far ``value`` is from ``reference``: ``"+10.7%"``, ``"−12.3%"``, ``"0.0%"``."""
+    check_finite_float("value", value)
+    if check_finite_float("reference", reference) == 0:
+        raise ValueError("reference must be non-zero (a change is relative to it), "
+                         f"got {reference}")
+    check_int("digits", digits, minimum=0)
     change = 100 * (value / reference - 1)
     out = f"{abs(change):.{digits}f}%"
     if float(out[:-1]) == 0:
@@ -154,6 +178,7 @@ def _code(name: str) -> str:
 def flop_table(r: FlopCountResult) -> Localized:
     """Per configuration (a column each): counted FLOPs per token against ``6N``
     (all parameters), ``6N`` (matrix products only) and ``6N + 12LdT``."""
+    check_type("r", r, FlopCountResult)
     rows_of: list[tuple[Label, Callable[[FlopRow], str]]] = [
         (label("参数 N（全部）", "parameters N (all)"), lambda w: fmt_si(w.n_parameters)),
         (label("其中矩阵乘法的 N_mm", "of which in matmuls, N_mm"),
@@ -185,6 +210,7 @@ def flop_table(r: FlopCountResult) -> Localized:
 def flop_sweep_table(r: FlopCountResult) -> Localized:
     """Llama 2 7B as the context grows: counted FLOPs per token, ``6N`` and the
     attention term's share. Its own 4096-token row is included."""
+    check_type("r", r, FlopCountResult)
     own = [w for w in r.rows if w.name == "LLAMA2_7B"]
     sweep = sorted(r.sweep + own, key=lambda w: w.context_length)
     rows = []
@@ -206,6 +232,7 @@ def flop_sweep_table(r: FlopCountResult) -> Localized:
 # --------------------------------------------------------------------------
 def state_table(r: MemoryResult) -> Localized:
     """Parameters, gradients and AdamW state: the formula against the real tensors."""
+    check_type("r", r, MemoryResult)
     rows = []
     for key, (name, formula) in STATE_NAMES.items():
         rows.append([name, formula, fmt_int(r.estimated_state[key]),
@@ -232,6 +259,7 @@ def _tensor_count(nbytes: int, elements: int, itemsize: int) -> str:
 def activation_table(r: MemoryResult) -> Localized:
     """fp32, no checkpointing: per size family, how many tensors the formula says
     the backward pass needs and how many autograd really kept, and their bytes."""
+    check_type("r", r, MemoryResult)
     m = _mode(r, "fp32", False)
     rows = []
     for family, elements in r.family_elements.items():
@@ -261,6 +289,7 @@ def _mode_name(m: MemoryMode) -> Label:
 def memory_modes_table(r: MemoryResult) -> Localized:
     """fp32 and bf16, without and with activation checkpointing: activation bytes
     (formula, measured), the bf16 weight copies autocast keeps, the step's FLOPs."""
+    check_type("r", r, MemoryResult)
     base = _mode(r, "fp32", False)
     rows = []
     for m in r.modes:
@@ -281,6 +310,7 @@ def memory_modes_table(r: MemoryResult) -> Localized:
 def at_scale_table(r: MemoryResult) -> Localized:
     """GPT-2 small and Llama 2 7B: model state (fp32 and mixed precision) and the
     activations of one 4096-token sequence (the formula, bf16)."""
+    check_type("r", r, MemoryResult)
     names = list(r.at_scale)
 
     def state(name: str, precision: str) -> str:
@@ -317,6 +347,7 @@ def at_scale_table(r: MemoryResult) -> Localized:
 def training_cost_table(r: TrainingCostResult) -> Localized:
     """GPT-2 small and Llama 2 7B (a column each): tokens × FLOPs per token ÷ (peak ×
     utilisation), against the GPU-hours their runs published."""
+    check_type("r", r, TrainingCostResult)
     rows_of: list[tuple[Label, Callable[[Any], str]]] = [
         (label("GPU（bf16 峰值）", "GPU (bf16 peak)"),
          lambda w: f"{w.accelerator} ({fmt_si(w.peak_flops, 'FLOP/s', 3)})"),
@@ -346,6 +377,7 @@ def training_cost_table(r: TrainingCostResult) -> Localized:
 
 def utilisation_table(t: UtilisationTiming) -> Localized:
     """Our CPU step: FLOPs, seconds, FLOP/s against the machine's matmul peak."""
+    check_type("t", t, UtilisationTiming)
     c = t.config
     rows = [
         [label("机器", "machine"), t.machine],
@@ -373,6 +405,7 @@ def utilisation_table(t: UtilisationTiming) -> Localized:
 def ddp_losses_table(r: DDPCheckResult) -> Localized:
     """Per step: one process's loss on the whole batch, DDP's (the mean of the
     ranks'), and each rank's loss on its share."""
+    check_type("r", r, DDPCheckResult)
     rows = []
     for step, (single, ddp) in enumerate(zip(r.single_losses, r.ddp_losses), start=1):
         local = [fmt_float(losses[step - 1], 4) for losses in r.ddp_local_losses]
@@ -390,6 +423,7 @@ def ddp_losses_table(r: DDPCheckResult) -> Localized:
 
 def ddp_check_table(r: DDPCheckResult) -> Localized:
     """What was compared between DDP and one process, and how close it came."""
+    check_type("r", r, DDPCheckResult)
     rtol, atol = r.tolerance
     rows = [[label(f"rank {k} 的梯度（all-reduce 之后）与整批的梯度：最大 |差|",
                    f"rank {k}'s gradients (after the all-reduce) vs the whole batch's: "
@@ -411,6 +445,7 @@ def ddp_check_table(r: DDPCheckResult) -> Localized:
 
 def communication_table(t: CommunicationTiming) -> Localized:
     """Per rank (a column each): milliseconds of computing and of communicating."""
+    check_type("t", t, CommunicationTiming)
     ranks = range(t.world_size)
     rows = [
         [label("前向 + 反向，不同步（no_sync）", "forward + backward, no sync (no_sync)"),
@@ -432,6 +467,7 @@ def communication_table(t: CommunicationTiming) -> Localized:
 
 def communication_settings(t: CommunicationTiming) -> Label:
     """One line: the machine and what was timed."""
+    check_type("t", t, CommunicationTiming)
     c = t.config
     return label(f"{t.machine}；{t.world_size} 个 gloo 进程，每个 1 个线程；每步 batch "
                  f"{t.batch_size}（每个 rank {t.batch_size // t.world_size}），d = "
@@ -449,6 +485,7 @@ def communication_settings(t: CommunicationTiming) -> Label:
 # --------------------------------------------------------------------------
 def fsdp_bytes_table(r: FSDPCheckResult) -> Localized:
     """Per kind of tensor: what a DDP rank holds, what each FSDP rank holds, the share."""
+    check_type("r", r, FSDPCheckResult)
     rows = []
     keys = list(STATE_NAMES)
     for key in keys:
@@ -467,6 +504,7 @@ def fsdp_bytes_table(r: FSDPCheckResult) -> Localized:
 
 def fsdp_check_table(r: FSDPCheckResult) -> Localized:
     """FSDP against DDP: what a parameter became, and how close the results came."""
+    check_type("r", r, FSDPCheckResult)
     rows = [
         [label("FSDP 的参数类型", "an FSDP parameter's type"), _code(r.parameter_type)],
         *[[label(f"rank {k} 第一步的完整梯度与 DDP 的：最大 |差|",
@@ -489,6 +527,7 @@ def _stage_name(stage: int) -> Label:
 
 def zero_table(r: ZeroMemoryResult) -> Localized:
     """Model-state bytes per GPU: a row per model and GPU count, a column per stage."""
+    check_type("r", r, ZeroMemoryResult)
     rows = []
     for m, name in enumerate(r.models):
         for d, n in enumerate(r.n_devices):
@@ -502,6 +541,11 @@ def zero_table(r: ZeroMemoryResult) -> Localized:
 def zero_paper_table(r: ZeroMemoryResult,
                      paper_gb: Sequence[float] = ZERO_PAPER_GB) -> Localized:
     """ZeRO's own example (7.5B parameters, 64 GPUs): computed here and as published."""
+    check_type("r", r, ZeroMemoryResult)
+    paper_gb = check_floats("paper_gb", paper_gb, minimum=0.0)
+    if len(paper_gb) != len(r.stages):
+        raise ValueError(f"paper_gb must have one value per stage of r.stages "
+                         f"({len(r.stages)}), got {len(paper_gb)}")
     rows = [[label("这里算出的", "computed here"),
              *[f"{b / 1e9:.1f} GB" for b in r.paper_check]],
             [label("论文图 1", "the paper's figure 1"), *[f"{g:g} GB" for g in paper_gb]]]
@@ -523,6 +567,7 @@ def parallelism_figure(r: FSDPCheckResult) -> Diagram:
     (parameters, gradients, AdamW's ``m`` and ``v``); under FSDP the part a rank
     does not hold is drawn as an empty outline: its peer holds it.
     """
+    check_type("r", r, FSDPCheckResult)
     if r.world_size != 2:
         raise ValueError(f"the figure draws two ranks, got world_size={r.world_size}")
     keys = list(STATE_NAMES)

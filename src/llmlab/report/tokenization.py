@@ -13,6 +13,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.experiments.tokenization import (
     BPEStepsResult,
     ChineseTokenizersResult,
@@ -130,6 +131,7 @@ _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
 # --------------------------------------------------------------------------
 def is_partial(token: bytes | str) -> bool:
     """True when ``token`` (bytes) is not valid UTF-8 on its own: part of a character."""
+    check_type("token", token, (bytes, str), expected="bytes or str")
     if isinstance(token, str):
         return False
     try:
@@ -146,6 +148,7 @@ def token_text(token: bytes | str) -> str:
     Spaces, newlines and tabs are made visible; other invisible characters
     (a zero-width joiner, control bytes) are written as escapes.
     """
+    check_type("token", token, (bytes, str), expected="bytes or str")
     if isinstance(token, bytes):
         token = token.decode("utf-8", errors="backslashreplace")
     out = []
@@ -170,8 +173,12 @@ def tokens_html(tokens: Iterable[bytes | str]) -> str:
     A token that is part of a character gets the class ``llmlab-partial``.
     A line may break between chips, never inside one.
     """
+    if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
+        raise TypeError(f"tokens must be a list of tokens (bytes or str), got "
+                        f"{type(tokens).__name__}; one token goes in a list: [token]")
     chips = []
-    for token in tokens:
+    for i, token in enumerate(tokens):
+        check_type(f"tokens[{i}]", token, (bytes, str), expected="bytes or str")
         cls = "llmlab-tok llmlab-partial" if is_partial(token) else "llmlab-tok"
         chips.append(f'<code class="{cls}">{_escape(token_text(token))}</code>')
     return '<span class="llmlab-toks">' + "<wbr>".join(chips) + "</span>"
@@ -179,6 +186,7 @@ def tokens_html(tokens: Iterable[bytes | str]) -> str:
 
 def verbatim_html(text: str) -> str:
     """Inline HTML: ``text`` in one code span, whitespace made visible."""
+    check_str("text", text)
     return f'<code class="llmlab-verbatim">{_escape(token_text(text))}</code>'
 
 
@@ -200,6 +208,7 @@ def _hex(data: bytes) -> str:
 # --------------------------------------------------------------------------
 def utf8_table(chars: str) -> Localized:
     """One row per character: its code point, its UTF-8 bytes (hex), how many."""
+    check_str("chars", chars, nonempty=True)
     rows = [[verbatim_html(c), f"U+{ord(c):04X}", f"`{_hex(c.encode('utf-8'))}`",
              len(c.encode("utf-8"))] for c in chars]
     headers = [label("字符", "character"), label("码位", "code point"),
@@ -210,6 +219,7 @@ def utf8_table(chars: str) -> Localized:
 
 def utf8_corpus_table(r: GranularityResult) -> Localized:
     """Per language: characters, UTF-8 bytes, bytes per character, characters by length."""
+    check_type("r", r, GranularityResult)
     rows = []
     for lang in r.languages:
         counts = r.utf8_length_counts[lang]
@@ -230,6 +240,7 @@ def _vocab_cell(bound: int | None) -> Label | str:
 
 def granularity_table(r: GranularityResult) -> Localized:
     """Per unit: vocabulary size, then per language the sequence length and unseen share."""
+    check_type("r", r, GranularityResult)
     names = {"en": ("英文", "English"), "zh": ("中文", "Chinese")}
     rows = []
     for s in r.schemes:
@@ -252,6 +263,8 @@ def granularity_examples(r: GranularityResult, language: str) -> Localized:
 
     A Markdown list: one line per scheme, with how many units it makes.
     """
+    check_type("r", r, GranularityResult)
+    check_choice("language", language, r.example_units)
     lines = [(s, r.example_units[language][s]) for s in r.schemes]
 
     def make(lang: str) -> str:
@@ -272,6 +285,7 @@ def granularity_examples(r: GranularityResult, language: str) -> Localized:
 # --------------------------------------------------------------------------
 def bpe_steps_table(r: BPEStepsResult) -> Localized:
     """One row per merge: the pair, its count, the other candidates, sizes after it."""
+    check_type("r", r, BPEStepsResult)
     rows = [[0, "", "", "", 256, r.initial_num_tokens]]
     for k, step in enumerate(r.steps, start=1):
         others = ", ".join(_nowrap(f"{tokens_html(a_b)} {c}") for a_b, c in step.candidates[1:])
@@ -287,6 +301,8 @@ def bpe_steps_table(r: BPEStepsResult) -> Localized:
 def bpe_segmentation_table(r: BPEStepsResult, after: Sequence[int] = (0, 3, 6, 12)
                            ) -> Localized:
     """Each distinct word's tokens after ``after[i]`` merges (0: single bytes)."""
+    check_type("r", r, BPEStepsResult)
+    after = check_sizes("after", after, minimum=0)
     after = [k for k in after if 0 <= k <= len(r.steps)]
     rows = []
     for i, (word, n) in enumerate(zip(r.words, r.word_counts)):
@@ -305,6 +321,8 @@ def bpe_segmentation_table(r: BPEStepsResult, after: Sequence[int] = (0, 3, 6, 1
 # --------------------------------------------------------------------------
 def first_merges_table(r: CorpusTrainingResult, n: int = 10) -> Localized:
     """The first ``n`` merges of each corpus, with the counts that chose them."""
+    check_type("r", r, CorpusTrainingResult)
+    check_int("n", n)
     curves = r.curves
     rows = []
     for i in range(min(n, *(len(c.first_merges) for c in curves))):
@@ -320,6 +338,7 @@ def first_merges_table(r: CorpusTrainingResult, n: int = 10) -> Localized:
 
 def compression_table(r: CorpusTrainingResult) -> Localized:
     """Held-out bytes and characters per token at each vocabulary size."""
+    check_type("r", r, CorpusTrainingResult)
     sizes = r.curves[0].vocab_sizes
     rows = []
     for j, size in enumerate(sizes):
@@ -337,6 +356,7 @@ def compression_table(r: CorpusTrainingResult) -> Localized:
 
 def compression_figure(r: CorpusTrainingResult) -> Localized:
     """Held-out UTF-8 bytes per token against vocabulary size, one line per corpus."""
+    check_type("r", r, CorpusTrainingResult)
     series = {LANGUAGE_NAMES[c.language]: (c.vocab_sizes, c.bytes_per_token)
               for c in r.curves}
     return line_plot(
@@ -354,6 +374,8 @@ def compression_figure(r: CorpusTrainingResult) -> Localized:
 
 def longest_tokens_table(r: CorpusTrainingResult, n: int = 8) -> Localized:
     """The ``n`` longest tokens each corpus taught BPE, with their length in bytes."""
+    check_type("r", r, CorpusTrainingResult)
+    check_int("n", n)
     rows = []
     for i in range(min(n, *(len(c.longest_tokens) for c in r.curves))):
         row: list = [i + 1]
@@ -369,6 +391,7 @@ def longest_tokens_table(r: CorpusTrainingResult, n: int = 8) -> Localized:
 
 def token_kinds_table(r: CorpusTrainingResult) -> Localized:
     """Learned tokens by what they decode to: part of a character, one, several."""
+    check_type("r", r, CorpusTrainingResult)
     kinds = ("partial", "one_char", "multi_char")
     rows = [[LANGUAGE_NAMES[c.language], *[fmt_int(c.token_kinds.get(k, 0)) for k in kinds],
              fmt_int(sum(c.token_kinds.values()))] for c in r.curves]
@@ -384,6 +407,7 @@ def token_kinds_table(r: CorpusTrainingResult) -> Localized:
 # --------------------------------------------------------------------------
 def agreement_table(r: GPT2AgreementResult) -> Localized:
     """Each text: our tokens, how many, whether tiktoken's ids equal ours, round trip."""
+    check_type("r", r, GPT2AgreementResult)
     rows = [[AGREEMENT_NAMES.get(c.key, c.key), tokens_html(c.tokens), len(c.ids),
              yes_no(c.equal), yes_no(c.round_trip)] for c in r.cases]
     headers = [label("文本", "text"), label("我们的 token", "our tokens"),
@@ -398,6 +422,7 @@ def agreement_table(r: GPT2AgreementResult) -> Localized:
 # --------------------------------------------------------------------------
 def chinese_tokenizers_table(r: ChineseTokenizersResult) -> Localized:
     """One column per tokenizer: vocabulary, tokens per character, context in characters."""
+    check_type("r", r, ChineseTokenizersResult)
     n = fmt_int(r.context_length)
     measures = [
         (label("词表大小", "vocabulary size"), lambda k: fmt_int(r.vocab_sizes[k])),
@@ -420,6 +445,7 @@ def chinese_tokenizers_table(r: ChineseTokenizersResult) -> Localized:
 
 def chinese_example_table(r: ChineseTokenizersResult) -> Localized:
     """The example line as each tokenizer cuts it."""
+    check_type("r", r, ChineseTokenizersResult)
     rows = [[TOKENIZER_NAMES[k], tokens_html(r.example_tokens[k]),
              len(r.example_tokens[k]), r.example_partial[k]] for k in r.tokenizers]
     headers = [label("分词器", "tokenizer"), label("切出的 token", "tokens"),
@@ -433,6 +459,14 @@ def chinese_example_table(r: ChineseTokenizersResult) -> Localized:
 # --------------------------------------------------------------------------
 def pitfalls_table(r: PitfallsResult, groups: Sequence[str] | None = None) -> Localized:
     """The cases of ``groups`` (all by default): text, tokens, ids."""
+    check_type("r", r, PitfallsResult)
+    if groups is not None:
+        if not isinstance(groups, (list, tuple)):
+            raise TypeError(f"groups must be a list of group names or None, got "
+                            f"{type(groups).__name__} {groups!r}")
+        known = dict.fromkeys(c.group for c in r.cases)
+        for i, g in enumerate(groups):
+            check_choice(f"groups[{i}]", g, known)
     rows = [[PITFALL_NAMES.get((c.group, c.key), label(c.key, c.key)),
              verbatim_html(c.text), tokens_html(c.tokens),
              "`" + ", ".join(map(str, c.ids)) + "`"]
@@ -444,11 +478,13 @@ def pitfalls_table(r: PitfallsResult, groups: Sequence[str] | None = None) -> Lo
 
 def boundary_table(r: PitfallsResult) -> Localized:
     """:func:`pitfalls_table` of the document-boundary and overlapping-special cases."""
+    check_type("r", r, PitfallsResult)
     return pitfalls_table(r, ("document_boundary", "overlapping_special"))
 
 
 def partial_decode_table(r: PitfallsResult) -> Localized:
     """``decode(ids[:k])`` for every ``k``: a cut inside a character shows U+FFFD."""
+    check_type("r", r, PitfallsResult)
     rows = []
     for k, text in enumerate(r.partial_decodes, start=1):
         ids, raw = r.partial_ids[:k], b"".join(r.partial_tokens[:k])
@@ -465,6 +501,7 @@ def partial_decode_table(r: PitfallsResult) -> Localized:
 # --------------------------------------------------------------------------
 def timing_table(r: TrainingTimingResult) -> Localized:
     """Seconds for each way of doing each step, and the speed-up over the first way."""
+    check_type("r", r, TrainingTimingResult)
     rows = []
     baseline: dict[str, float] = {}
     for key, step, way in TIMING_ROWS:
@@ -481,6 +518,7 @@ def timing_table(r: TrainingTimingResult) -> Localized:
 
 def timing_settings_table(r: TrainingTimingResult) -> Localized:
     """What was timed, and on what machine."""
+    check_type("r", r, TrainingTimingResult)
     rows = [
         [label("合并循环的输入", "merge loops' input"),
          label(f"莎士比亚的前 {fmt_int(r.num_chars)} 个字符，{fmt_int(r.num_pretokens)} 个预分词"

@@ -17,9 +17,17 @@ import inspect
 import math
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llmlab.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_sizes,
+    check_str,
+    check_type,
+)
 from llmlab.experiments.training import (
     AdamWCheckResult,
     CheckpointResumeResult,
@@ -103,13 +111,51 @@ RULE_NAMES = {
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but "\n"
 
 
+def _check_texts(name: str, texts: object) -> None:
+    """A list or tuple of str (generated texts); a str alone is refused."""
+    if not isinstance(texts, (list, tuple)):
+        raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
+    for i, t in enumerate(texts):
+        check_str(f"{name}[{i}]", t)
+
+
+def _check_runs(runs: object) -> None:
+    """A non-empty list or tuple of :class:`TrainingRunResult`."""
+    if not isinstance(runs, (list, tuple)):
+        raise TypeError(f"runs must be a list of TrainingRunResult, got "
+                        f"{type(runs).__name__}")
+    if not runs:
+        raise ValueError(f"runs must hold at least one TrainingRunResult, got {runs!r}")
+    for i, r in enumerate(runs):
+        check_type(f"runs[{i}]", r, TrainingRunResult)
+
+
+def _check_encoding_rows(rows: object) -> None:
+    """``(corpus, text, tokens, ids)`` rows, one id per token."""
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(f"rows must be a list of (corpus, text, tokens, ids), got "
+                        f"{type(rows).__name__}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, (list, tuple)) or len(row) != 4:
+            raise ValueError(f"rows[{i}] must be a (corpus, text, tokens, ids) tuple, "
+                             f"got {row!r}")
+        corpus, line, tokens, ids = row
+        check_choice(f"rows[{i}] corpus", corpus, CORPUS_NAMES)
+        check_str(f"rows[{i}] text", line)
+        if len(tokens) != len(ids):
+            raise ValueError(f"rows[{i}] must have one id per token, got {len(tokens)} "
+                             f"tokens and {len(ids)} ids")
+
+
 def printable(s: str) -> str:
     """``s`` with control characters (newline kept) shown as ``�``."""
+    check_str("s", s)
     return _CONTROL.sub("\ufffd", s)
 
 
 def token_name(token: str) -> str:
     """A token's text as a reader can see it: ``␣`` for a space, ``↵`` for a newline."""
+    check_str("token", token)
     return printable(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥"))
 
 
@@ -119,6 +165,8 @@ def token_text(token: bytes) -> str:
     A space is ``␣``, a newline ``↵``, a tab ``⇥``; bytes that are part of a
     character (not UTF-8 on their own) are written ``\\xe5\\xae``.
     """
+    check_type("token", token, bytes, expected="bytes",
+               hint="a token already decoded goes to token_name")
     return token_name(token.decode("utf-8", errors="backslashreplace"))
 
 
@@ -138,6 +186,16 @@ def source_block(obj: Any, start: str | None = None, stop: str | None = None) ->
     dedented. A marker that is not found raises ``ValueError`` (the page that shows
     the excerpt then fails to build instead of showing the wrong lines).
     """
+    if not (callable(obj) or inspect.ismodule(obj)):
+        raise TypeError(f"obj must be a function, class or module, got "
+                        f"{type(obj).__name__}")
+    if start is not None:
+        check_str("start", start, nonempty=True)
+    if stop is not None:
+        check_str("stop", stop, nonempty=True)
+        if start is None:
+            raise ValueError(f"stop ({stop!r}) needs start: the excerpt runs from the "
+                             "line of start up to the line of stop")
     lines = textwrap.dedent(inspect.getsource(obj)).splitlines()
     node = ast.parse("\n".join(lines)).body[0]
     body = getattr(node, "body", [])
@@ -162,6 +220,7 @@ def source_block(obj: Any, start: str | None = None, stop: str | None = None) ->
 
 def fmt_bytes(n: int) -> str:
     """``2147483648`` -> ``"2.00 GiB"``; below 1 KiB, plain bytes."""
+    check_int("n", n, minimum=0)
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.2f} {unit}"
@@ -170,18 +229,21 @@ def fmt_bytes(n: int) -> str:
 
 def undecodable_share(texts: Sequence[str]) -> float:
     """Share of characters that are ``�`` (bytes that form no UTF-8 character)."""
+    _check_texts("texts", texts)
     chars = sum(len(t) for t in texts)
     return sum(t.count("\ufffd") for t in texts) / chars if chars else 0.0
 
 
 def mostly_shaped(texts: Sequence[str]) -> int:
     """How many of ``texts`` have more than half of their lines in the poem shape."""
+    _check_texts("texts", texts)
     counts = [poem_shape_share(t) for t in texts]
     return sum(shaped > lines / 2 for shaped, lines in counts if lines)
 
 
 def mostly_couplets(texts: Sequence[str]) -> int:
     """How many of ``texts`` have more than half of their lines couplets (any halves)."""
+    _check_texts("texts", texts)
     counts = [(len(poem_halves(t)), poem_shape_share(t)[1]) for t in texts]
     return sum(couplets > lines / 2 for couplets, lines in counts if lines)
 
@@ -191,6 +253,7 @@ def mostly_couplets(texts: Sequence[str]) -> int:
 
 def loss_at_init_table(r: LossAtInitResult) -> Localized:
     """Per vocabulary size: ln V, our loss, PyTorch's, the perplexity."""
+    check_type("r", r, LossAtInitResult)
     rows = [(fmt_int(v), fmt_float(lv), fmt_float(loss), fmt_float(ref),
              fmt_float(ppl, 1))
             for v, lv, loss, ref, ppl in zip(r.vocab_sizes, r.log_vocab, r.losses,
@@ -202,6 +265,7 @@ def loss_at_init_table(r: LossAtInitResult) -> Localized:
 
 def overflow_table(r: LossAtInitResult) -> Localized:
     """The naive ``-log(softmax)`` against :func:`cross_entropy` on huge logits."""
+    check_type("r", r, LossAtInitResult)
     logits = "[" + ", ".join(f"{x:g}" for x in r.big_logits) + "]"
     rows = [("`-log(softmax(o))[x]`", str(r.naive_loss)),
             ("`cross_entropy(o, x)`", fmt_float(r.stable_loss))]
@@ -214,6 +278,7 @@ def overflow_table(r: LossAtInitResult) -> Localized:
 
 def adamw_table(r: AdamWCheckResult) -> Localized:
     """Our AdamW against ``torch.optim.AdamW``: weights and losses after each run."""
+    check_type("r", r, AdamWCheckResult)
     loss_gap = max(abs(a - b) for a, b in zip(r.losses_ours, r.losses_torch))
     rows = [
         (label("步数", "steps"), fmt_int(r.steps)),
@@ -234,6 +299,7 @@ def adamw_table(r: AdamWCheckResult) -> Localized:
 
 def lr_schedule_figure(r: LrScheduleResult) -> Localized:
     """The learning rate per iteration, warm-up end and cosine end marked."""
+    check_type("r", r, LrScheduleResult)
     tw, tc = r.warmup_iters, r.cosine_cycle_iters
 
     def make(lang: str) -> str:
@@ -266,6 +332,7 @@ def lr_schedule_figure(r: LrScheduleResult) -> Localized:
 
 def clipping_table(r: GradientClippingResult) -> Localized:
     """Our clipping against ``clip_grad_norm_`` on one set of gradients."""
+    check_type("r", r, GradientClippingResult)
     rows = [
         (label("裁剪前的全局范数", "global norm before"), fmt_float(r.norm_before, 4),
          fmt_float(r.torch_norm_before, 4)),
@@ -287,6 +354,7 @@ def _run_names(runs: Sequence[TrainingRunResult]) -> tuple[str, str]:
 
 def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
     """Each run's gradient norm before clipping, per step, and the threshold."""
+    _check_runs(runs)
     clip = runs[0].settings.max_grad_norm
 
     def make(lang: str) -> str:
@@ -324,6 +392,7 @@ def encoding_table(rows: Sequence[tuple[str, str, Sequence[bytes], Sequence[int]
     dashed outline); a line may break between two tokens, never inside a token
     and its id.
     """
+    _check_encoding_rows(rows)
     from llmlab.report.tokenization import tokens_html, verbatim_html
 
     body = []
@@ -345,6 +414,7 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
 
     The model's shape is :func:`model_line` (the same for every run of the lecture).
     """
+    _check_runs(runs)
     def row(name: Label, values: list[Any]) -> tuple:
         return (name, *values)
 
@@ -382,6 +452,14 @@ def vocab_table(sizes: Sequence[int], en_chars: dict[int, float],
     """Per vocabulary size: merges, English characters per token, the share of
     Chinese characters that are one token, and the parameters of the two
     vocabulary layers (embeddings and ``lm_head``, ``2 · V · d_model``)."""
+    sizes = check_sizes("sizes", sizes, minimum=257)  # 256 bytes + <|endoftext|>
+    for name, values in (("en_chars", en_chars), ("one_token", one_token)):
+        check_type(name, values, Mapping, expected="a dict {vocabulary size: value}")
+        missing = [v for v in sizes if v not in values]
+        if missing:
+            raise ValueError(f"{name} must have a value for every size of sizes, "
+                             f"got none for {missing}")
+    check_int("d_model", d_model)
     rows = [(fmt_int(v), fmt_int(v - 257), fmt_float(en_chars[v], 2),
              fmt_pct(one_token[v]), fmt_int(2 * v * d_model)) for v in sizes]
     headers = ["V", label("合并", "merges"),
@@ -402,6 +480,7 @@ def _tokenizer_cell(r: TrainingRunResult) -> Label:
 
 def model_line(r: TrainingRunResult) -> Label:
     """The model of a run in one line: its shape and parameter counts."""
+    check_type("r", r, TrainingRunResult)
     x = r.settings
     shape = (f"d_model={x.d_model}, num_layers={x.num_layers}, num_heads={x.num_heads}, "
              f"d_ff={x.d_ff}, context_length={x.context_length}")
@@ -413,6 +492,7 @@ def model_line(r: TrainingRunResult) -> Label:
 
 def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
     """Training loss per step and validation loss, per run, with ``ln V`` dashed."""
+    _check_runs(runs)
     vocab_sizes = sorted({r.settings.vocab_size for r in runs})
 
     def make(lang: str) -> str:
@@ -459,6 +539,8 @@ def samples_markdown(r: TrainingRunResult, first_only: bool = True) -> Localized
 
     The blocks have the class ``llmlab-sample``: the site wraps their long lines.
     """
+    check_type("r", r, TrainingRunResult)
+    check_bool("first_only", first_only)
     def make(lang: str) -> str:
         parts = []
         for s in r.samples:
@@ -478,6 +560,7 @@ def poem_shape_table(r: TrainingRunResult) -> Localized:
     The share of undecodable characters per stage is :func:`undecodable_line`, the
     halves' lengths :func:`half_lengths_table`.
     """
+    check_type("r", r, TrainingRunResult)
     def share(n: int, lines: int) -> str:
         return f"{fmt_int(n)} / {fmt_int(lines)} ({fmt_pct(n / lines if lines else 0.0)})"
 
@@ -496,6 +579,7 @@ def poem_shape_table(r: TrainingRunResult) -> Localized:
 def half_lengths_table(r: TrainingRunResult) -> Localized:
     """Share of half lines of 3 to 7 characters (and other lengths): the final
     samples against the real poems."""
+    check_type("r", r, TrainingRunResult)
     last = r.samples[-1]
     sample = collections.Counter(n for t in last.texts for pair in poem_halves(t)
                                  for n in pair)
@@ -519,6 +603,7 @@ def half_lengths_table(r: TrainingRunResult) -> Localized:
 
 def char_tokens_line(r: TrainingRunResult) -> Label:
     """One line: the share of the validation text's characters that take 1, 2, 3 tokens."""
+    check_type("r", r, TrainingRunResult)
     total = sum(n for _, n in r.char_tokens)
     parts = [(k, fmt_pct(n / total)) for k, n in r.char_tokens if n / total >= 0.001]
     zh = "，".join(f"{k} 个 token 的 {x}" for k, x in parts)
@@ -529,6 +614,7 @@ def char_tokens_line(r: TrainingRunResult) -> Label:
 
 def undecodable_line(r: TrainingRunResult) -> Label:
     """One line: the share of ``�`` in the samples of each stage."""
+    check_type("r", r, TrainingRunResult)
     shares = [fmt_pct(undecodable_share(s.texts)) for s in r.samples]
     steps = [s.iteration for s in r.samples]
     zh = "，".join(f"第 {i} 步 {x}" for i, x in zip(steps, shares))
@@ -539,6 +625,7 @@ def undecodable_line(r: TrainingRunResult) -> Label:
 
 def throughput_table(t: ThroughputTiming) -> Localized:
     """Tokens/s per repetition, the median and the 6N FLOP/s it amounts to."""
+    check_type("t", t, ThroughputTiming)
     s = t.settings
     rows = [
         (label("机器", "machine"), t.machine),
@@ -558,6 +645,7 @@ def throughput_table(t: ThroughputTiming) -> Localized:
 
 def sampling_table(r: SamplingResult) -> Localized:
     """Each rule: the tokens it keeps and the entropy of its next-token distribution."""
+    check_type("r", r, SamplingResult)
     stats = {rule: (k, h) for rule, k, h in zip(r.distribution_rules, r.kept, r.entropies)}
     stats["greedy"] = (1, 0.0)  # all the probability on one token
     rows = [(RULE_NAMES[rule], stats[rule][0], fmt_float(stats[rule][1], 2))
@@ -569,6 +657,7 @@ def sampling_table(r: SamplingResult) -> Localized:
 
 def continuations_markdown(r: SamplingResult) -> Localized:
     """The continuation under each rule, one content tab per rule, prompt included."""
+    check_type("r", r, SamplingResult)
     def make(lang: str) -> str:
         tabs = []
         for rule, continuation in zip(r.rules, r.texts):
@@ -583,6 +672,7 @@ def continuations_markdown(r: SamplingResult) -> Localized:
 
 def next_token_figure(r: SamplingResult) -> Localized:
     """Grouped bars: the probability of the most likely next tokens under each rule."""
+    check_type("r", r, SamplingResult)
     tokens = [token_name(t) for t in r.top_tokens]
     n_rules = len(r.distribution_rules)
     width = 0.8 / n_rules
@@ -614,6 +704,7 @@ def next_token_figure(r: SamplingResult) -> Localized:
 
 def kv_equality_table(r: KVCacheCheckResult) -> Localized:
     """Per prompt length: the largest logit difference, cache against recomputation."""
+    check_type("r", r, KVCacheCheckResult)
     rows = [(n, r.context_length - n, f"{d:.1e}")
             for n, d in zip(r.prompt_lengths, r.max_abs_diff)]
     headers = [label("一次喂入的提示长度", "prompt fed at once"),
@@ -624,6 +715,7 @@ def kv_equality_table(r: KVCacheCheckResult) -> Localized:
 
 def kv_memory_table(r: KVCacheCheckResult) -> Localized:
     """Cached tokens: the formula's bytes and the tensors' ``nbytes``."""
+    check_type("r", r, KVCacheCheckResult)
     rows = [(t, fmt_int(f), fmt_int(b))
             for t, f, b in zip(r.tokens, r.formula_bytes, r.tensor_bytes)]
     headers = [label("缓存的 token", "tokens cached"),
@@ -634,6 +726,7 @@ def kv_memory_table(r: KVCacheCheckResult) -> Localized:
 
 def generation_timing_figure(g: GenerationTiming) -> Localized:
     """Milliseconds per generated token against text length, with and without cache."""
+    check_type("g", g, GenerationTiming)
     def make(lang: str) -> str:
         def draw(fig: Any, ax: Any) -> None:
             ax.plot(g.lengths, g.ms_uncached, marker="o", markersize=4,
@@ -664,6 +757,7 @@ def generation_timing_figure(g: GenerationTiming) -> Localized:
 
 def checkpoint_table(r: CheckpointResumeResult) -> Localized:
     """Resumed runs against the uninterrupted one."""
+    check_type("r", r, CheckpointResumeResult)
     n = r.steps_each
     rows = [
         (label("恢复全部状态，含取批的生成器", "everything restored, batch generator too"),
