@@ -29,14 +29,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
-from llmlab.checks import check_finite_float, check_int
+from llmlab.checks import (
+    check_bool,
+    check_choice,
+    check_finite_float,
+    check_int,
+    check_str,
+    check_type,
+)
 from llmlab.models.gpt2 import GPT2Config
 from llmlab.models.llama import LlamaConfig, TransformerLM
 from llmlab.training.loss import cross_entropy
@@ -282,6 +289,7 @@ def count_llama_flops(
     """
     if not isinstance(config, LlamaConfig):
         raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
+    check_int("batch_size", batch_size)
     context_length = config.context_length if context_length is None else context_length
     check_int("context_length", context_length)
     if layers_counted not in (None, 2):
@@ -318,6 +326,8 @@ def llama_matmul_parameters(config: LlamaConfig) -> int:
 
     Taught on: "Where the compute and the memory go".
     """
+    check_type("config", config, LlamaConfig,
+               hint="a GPT2Config goes to gpt2_matmul_parameters")
     d, layers = config.d_model, config.num_layers
     return layers * (4 * d * d + 3 * d * config.d_ff) + d * config.vocab_size
 
@@ -331,8 +341,8 @@ def gpt2_matmul_parameters(config: GPT2Config) -> int:
 
     Taught on: "Where the compute and the memory go".
     """
-    if not isinstance(config, GPT2Config):
-        raise TypeError(f"config must be a GPT2Config, got {type(config).__name__}")
+    check_type("config", config, GPT2Config,
+               hint="a LlamaConfig goes to llama_matmul_parameters")
     return 12 * config.n_layers * config.d_model**2 + config.d_model * config.vocab_size
 
 
@@ -371,6 +381,14 @@ def flops_per_token(
 # --------------------------------------------------------------------------
 # memory: measured
 # --------------------------------------------------------------------------
+def _check_module(model: object, *, optional: bool = False) -> None:
+    """``model`` is an ``nn.Module`` (or ``None``, when ``optional``)."""
+    if optional and model is None:
+        return
+    expected = "a torch.nn.Module" + (" or None" if optional else "")
+    check_type("model", model, nn.Module, expected=expected)
+
+
 def _local(t: Tensor) -> Tensor:
     """The part of ``t`` this process holds (a DTensor's local shard)."""
     to_local = getattr(t, "to_local", None)
@@ -385,9 +403,14 @@ def tensor_bytes(tensors: Iterable[Tensor]) -> int:
 
     Taught on: "Where the compute and the memory go".
     """
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Iterable):
+        kind = "a single Tensor" if isinstance(tensors, Tensor) else type(tensors).__name__
+        raise TypeError(f"tensors must be an iterable of tensors, got {kind}; wrap one "
+                        "tensor in a list: tensor_bytes([t])")
     seen: set[int] = set()
     total = 0
-    for t in tensors:
+    for i, t in enumerate(tensors):
+        check_type(f"tensors[{i}]", t, Tensor, expected="a torch.Tensor")
         if id(t) in seen or t.device.type == "meta":
             continue
         seen.add(id(t))  # t itself: a fresh local shard may reuse a freed id
@@ -401,6 +424,7 @@ def parameter_bytes(model: nn.Module) -> int:
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_module(model)
     return tensor_bytes(model.parameters())
 
 
@@ -409,6 +433,7 @@ def gradient_bytes(model: nn.Module) -> int:
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_module(model)
     return tensor_bytes(p.grad for p in model.parameters() if p.grad is not None)
 
 
@@ -447,6 +472,9 @@ class SavedTensor:
     kind: str
 
 
+_SAVED_KINDS = ("activation", "parameter", "parameter copy", "buffer")
+"""The :attr:`SavedTensor.kind` values."""
+
 _VIEW_BACKWARDS = frozenset({
     "AliasBackward0", "ExpandBackward0", "PermuteBackward0", "ReshapeAliasBackward0",
     "SqueezeBackward0", "SqueezeBackward1", "TBackward0", "TransposeBackward0",
@@ -465,8 +493,9 @@ def _is_parameter_copy(t: Tensor) -> bool:
     return fn is not None and type(fn).__name__ == "AccumulateGrad"
 
 
-@contextlib.contextmanager
-def record_saved_tensors(model: nn.Module | None = None) -> Iterator[list[SavedTensor]]:
+def record_saved_tensors(
+    model: nn.Module | None = None,
+) -> contextlib.AbstractContextManager[list[SavedTensor]]:
     """Record what autograd saves for backward inside the ``with`` block.
 
     ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor an operation
@@ -483,6 +512,12 @@ def record_saved_tensors(model: nn.Module | None = None) -> Iterator[list[SavedT
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_module(model, optional=True)  # here, not when the block is entered
+    return _record_saved_tensors(model)
+
+
+@contextlib.contextmanager
+def _record_saved_tensors(model: nn.Module | None) -> Iterator[list[SavedTensor]]:
     params = ({p.untyped_storage().data_ptr() for p in model.parameters()}
               if model is not None else set())
     buffers = ({b.untyped_storage().data_ptr() for b in model.buffers()}
@@ -521,11 +556,24 @@ def classify_saved(saved: Iterable[SavedTensor], sizes: dict[str, int],
 
     Taught on: "Where the compute and the memory go".
     """
+    check_type("sizes", sizes, Mapping, expected="a dict of family name -> elements")
+    for name, n in sizes.items():
+        check_str("a key of sizes", name)
+        check_int(f"sizes[{name!r}]", n)
+    if isinstance(kinds, str):
+        raise TypeError(f"kinds must be a tuple of kinds, got str {kinds!r}; write "
+                        f"kinds=({kinds!r},)")
+    check_type("kinds", kinds, (tuple, list, set, frozenset),
+               expected="a tuple of kinds")
+    for kind in kinds:
+        check_choice("kinds", kind, _SAVED_KINDS)
     by_numel = {n: name for name, n in sizes.items()}
     if len(by_numel) != len(sizes):
         raise ValueError(f"sizes must have distinct element counts, got {sizes}")
     out = {name: 0 for name in (*sizes, "other")}
-    for t in saved:
+    for i, t in enumerate(check_type("saved", saved, Iterable,
+                                     expected="an iterable of SavedTensor")):
+        check_type(f"saved[{i}]", t, SavedTensor)
         if t.kind in kinds:
             numel = 1
             for n in t.shape:
@@ -545,8 +593,7 @@ class _Checkpointed(nn.Module):
         return checkpoint(self.block, *args, use_reentrant=False)
 
 
-@contextlib.contextmanager
-def checkpointed_layers(model: nn.Module) -> Iterator[nn.Module]:
+def checkpointed_layers(model: nn.Module) -> contextlib.AbstractContextManager[nn.Module]:
     """Inside the block, every entry of ``model.layers`` is activation-checkpointed.
 
     A checkpointed block keeps only its input for the backward pass; the backward
@@ -556,10 +603,20 @@ def checkpointed_layers(model: nn.Module) -> Iterator[nn.Module]:
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_module(model)  # here, not when the block is entered
     layers = getattr(model, "layers", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
+        got = ("no .layers" if layers is None else f".layers of type "
+               f"{type(layers).__name__}" if not isinstance(layers, nn.ModuleList)
+               else "an empty .layers")
         raise ValueError("model must have a non-empty nn.ModuleList .layers to "
-                         "checkpoint (as TransformerLM has)")
+                         f"checkpoint (as TransformerLM has), got a "
+                         f"{type(model).__name__} with {got}")
+    return _checkpointed_layers(model, layers)
+
+
+@contextlib.contextmanager
+def _checkpointed_layers(model: nn.Module, layers: nn.ModuleList) -> Iterator[nn.Module]:
     original = list(layers)
     try:
         for i, block in enumerate(original):
@@ -625,9 +682,11 @@ def activation_elements(
 
     Taught on: "Where the compute and the memory go".
     """
+    check_type("config", config, LlamaConfig)
     check_int("batch_size", batch_size)
     t = config.context_length if context_length is None else context_length
     check_int("context_length", t)
+    check_bool("checkpointing", checkpointing)
     btd = batch_size * t * config.d_model
     per_block = ((1, 0, 0) if checkpointing else (8, 4, 1))
     layers = config.num_layers
@@ -678,6 +737,11 @@ def zero_bytes_per_device(
 # --------------------------------------------------------------------------
 # cost at scale
 # --------------------------------------------------------------------------
+def _check_accelerator(accelerator: object) -> None:
+    check_type("accelerator", accelerator, Accelerator, expected="an Accelerator",
+               hint="look one up by name: ACCELERATORS['A100']")
+
+
 def gpu_hours(total_flops: float, accelerator: Accelerator,
               utilisation: float) -> float:
     """``total_flops / (peak · utilisation) / 3600``: GPU-hours of a training run.
@@ -691,6 +755,7 @@ def gpu_hours(total_flops: float, accelerator: Accelerator,
     Taught on: "Where the compute and the memory go".
     """
     check_finite_float("total_flops", total_flops, minimum=0.0)
+    _check_accelerator(accelerator)
     check_finite_float("utilisation", utilisation, minimum=0.0, maximum=1.0,
                        open_min=True)
     return total_flops / (accelerator.bf16_flops * utilisation) / 3600.0
@@ -704,6 +769,7 @@ def implied_utilisation(total_flops: float, hours: float,
     """
     check_finite_float("total_flops", total_flops, minimum=0.0)
     check_finite_float("hours", hours, minimum=0.0, open_min=True)
+    _check_accelerator(accelerator)
     return total_flops / (hours * 3600.0 * accelerator.bf16_flops)
 
 
@@ -719,6 +785,9 @@ def matmul_flops_per_second(size: int = 512, repeats: int = 5,
     """
     check_int("size", size)
     check_int("repeats", repeats)
+    check_type("dtype", dtype, torch.dtype, expected="a torch.dtype (e.g. torch.float32)")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch.dtype, got {dtype}")
     a = torch.randn(size, size, dtype=dtype)
     b = torch.randn(size, size, dtype=dtype)
     a @ b  # warm-up

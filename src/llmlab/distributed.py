@@ -45,7 +45,13 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from llmlab.checks import check_finite_float, check_int
+from llmlab.checks import (
+    check_callable,
+    check_finite_float,
+    check_int,
+    check_str,
+    check_type,
+)
 from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
 from llmlab.models.llama import LlamaConfig, TransformerLM
 from llmlab.training.data import get_batch
@@ -93,6 +99,13 @@ class WorkerError(RuntimeError):
 # --------------------------------------------------------------------------
 # backends and process groups
 # --------------------------------------------------------------------------
+def _check_backend(backend: object) -> str:
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(
+            f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
 def resolve_backend(backend: str = "auto", world_size: int = 1) -> str:
     """``"nccl"`` or ``"gloo"`` for ``world_size`` local processes.
 
@@ -105,9 +118,7 @@ def resolve_backend(backend: str = "auto", world_size: int = 1) -> str:
 
     Taught on: "Where the compute and the memory go".
     """
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    _check_backend(backend)
     check_int("world_size", world_size)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if backend == "auto":
@@ -162,6 +173,7 @@ def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_backend(backend)  # before any process group is set up
     check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
     seconds = datetime.timedelta(seconds=timeout)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
@@ -305,8 +317,11 @@ def launch(
 
     Taught on: "Where the compute and the memory go".
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable("fn", fn)
+    qualname = getattr(fn, "__qualname__", "")
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise ValueError(f"fn must be a module-level function (the processes import it "
+                         f"by name), got {qualname}")
     if not isinstance(args, tuple):
         raise TypeError(f"args must be a tuple, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
@@ -317,7 +332,7 @@ def launch(
     if start_method not in (None, "forkserver", "spawn"):
         raise ValueError(
             f"start_method must be None, 'forkserver' or 'spawn', got {start_method!r}")
-    backend = resolve_backend(backend, world_size)
+    backend = resolve_backend(backend, world_size)  # every check before a process starts
     context = _context(start_method, getattr(fn, "__module__", None) or "__main__")
     deadline = time.monotonic() + timeout
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
@@ -502,6 +517,43 @@ def _named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(inner.named_parameters())
 
 
+def _check_train_data(train_data: object, context_length: int) -> None:
+    """1-D token ids, more than ``context_length`` of them."""
+    if not isinstance(train_data, (np.ndarray, Tensor)):
+        raise TypeError("train_data must be a 1-D numpy array or tensor of token ids, "
+                        f"got {type(train_data).__name__}")
+    if train_data.ndim != 1:
+        raise ValueError("train_data must be a 1-D array or tensor of token ids, got "
+                         f"shape {tuple(train_data.shape)}")
+    if len(train_data) <= context_length:
+        raise ValueError(f"train_data has {len(train_data)} tokens; it must hold more "
+                         f"than context_length ({context_length})")
+
+
+def _check_max_grad_norm(max_grad_norm: object) -> None:
+    if max_grad_norm is not None:
+        check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
+
+
+def _check_training(config: object, train_data: object, *, steps: object,
+                    batch_size: object, context_length: object, lr: object,
+                    weight_decay: object, max_grad_norm: object, seed: object) -> None:
+    """The arguments :func:`train_rank` and the launches share."""
+    if not isinstance(config, LlamaConfig):
+        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
+    check_int("steps", steps)
+    check_int("batch_size", batch_size)
+    check_int("context_length", context_length)
+    if context_length > config.context_length:
+        raise ValueError(f"context_length ({context_length}) exceeds the model's "
+                         f"context_length ({config.context_length})")
+    _check_train_data(train_data, context_length)
+    check_finite_float("lr", lr, minimum=0.0)
+    check_finite_float("weight_decay", weight_decay, minimum=0.0)
+    _check_max_grad_norm(max_grad_norm)
+    check_int("seed", seed, minimum=0)
+
+
 def distributed_train(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -538,15 +590,21 @@ def distributed_train(
 
     Taught on: "Where the compute and the memory go".
     """
-    if not dist.is_initialized():
-        raise RuntimeError("no process group: call init_distributed() first, or run "
-                           "under launch() or torchrun")
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    check_type("optimizer", optimizer, torch.optim.Optimizer,
+               expected="a torch.optim.Optimizer")
     check_int("steps", steps)
     check_int("batch_size", batch_size)
     check_int("context_length", context_length)
+    _check_train_data(train_data, context_length)
+    if lr_schedule is not None:
+        check_callable("lr_schedule", lr_schedule)
+    _check_max_grad_norm(max_grad_norm)
     check_int("seed", seed, minimum=0)
-    if max_grad_norm is not None:
-        check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
+    check_str("strategy", strategy)
+    if not dist.is_initialized():
+        raise RuntimeError("no process group: call init_distributed() first, or run "
+                           "under launch() or torchrun")
     rank, world = dist.get_rank(), dist.get_world_size()
     if batch_size % world:
         raise ValueError(f"batch_size ({batch_size}) must be a multiple of the world "
@@ -613,6 +671,9 @@ def train_rank(
     """
     if strategy not in ("ddp", "fsdp"):
         raise ValueError(f"strategy must be 'ddp' or 'fsdp', got {strategy!r}")
+    _check_training(config, train_data, steps=steps, batch_size=batch_size,
+                    context_length=context_length, lr=lr, weight_decay=weight_decay,
+                    max_grad_norm=max_grad_norm, seed=seed)
     # our lm_head returns a view (einsum's reshape); nothing modifies it in place
     warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view")
     info = _rank_info(dist.get_backend())
@@ -630,6 +691,7 @@ def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
                      context_length: int | None, lr: float, weight_decay: float,
                      max_grad_norm: float | None, seed: int, backend: str,
                      timeout: float) -> list[RankTrainResult]:
+    # every argument is checked here, before launch() starts a process
     if not isinstance(config, LlamaConfig):
         raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
     check_int("world_size", world_size)
@@ -639,18 +701,11 @@ def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
         raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
                          f"({world_size}): every rank takes an equal share")
     context_length = config.context_length if context_length is None else context_length
-    check_int("context_length", context_length)
-    if context_length > config.context_length:
-        raise ValueError(f"context_length ({context_length}) exceeds the model's "
-                         f"context_length ({config.context_length})")
-    if not isinstance(train_data, (np.ndarray, Tensor)) or train_data.ndim != 1:
-        raise ValueError("train_data must be a 1-D array or tensor of token ids")
-    if len(train_data) <= context_length:
-        raise ValueError(f"train_data has {len(train_data)} tokens; it must hold more "
-                         f"than context_length ({context_length})")
-    check_finite_float("lr", lr, minimum=0.0)
-    check_finite_float("weight_decay", weight_decay, minimum=0.0)
-    check_int("seed", seed, minimum=0)
+    _check_training(config, train_data, steps=steps, batch_size=batch_size,
+                    context_length=context_length, lr=lr, weight_decay=weight_decay,
+                    max_grad_norm=max_grad_norm, seed=seed)
+    _check_backend(backend)
+    check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
     return launch(train_rank, (config, train_data),
                   dict(strategy=strategy, steps=steps, batch_size=batch_size,
                        context_length=context_length, lr=lr, weight_decay=weight_decay,
@@ -784,10 +839,11 @@ def all_reduce_seconds(numel: int, repeats: int = 5,
 
     Taught on: "Where the compute and the memory go".
     """
-    if not dist.is_initialized():
-        raise RuntimeError("no process group: call it inside launch() or torchrun")
     check_int("numel", numel)
     check_int("repeats", repeats)
+    check_type("dtype", dtype, torch.dtype, expected="a torch.dtype (e.g. torch.float32)")
+    if not dist.is_initialized():
+        raise RuntimeError("no process group: call it inside launch() or torchrun")
     device = torch.device("cuda", torch.cuda.current_device()) \
         if dist.get_backend() == "nccl" else torch.device("cpu")
     buffer = torch.ones(numel, dtype=dtype, device=device)

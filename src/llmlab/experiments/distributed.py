@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 
 from llmlab.cache import cached
+from llmlab.checks import check_finite_float, check_int, check_sizes
 from llmlab.compute import (
     A100_80GB,
     ACCELERATORS,
@@ -213,6 +214,9 @@ def run_flop_count(
 
     Taught on: "Where the compute and the memory go".
     """
+    check_sizes("sweep_context_lengths", sweep_context_lengths)
+    check_int("batch_size", batch_size)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     toy = TransformerLM.from_config(LLAMA_TOY)
     rows = [_flop_row("LLAMA_TOY", LLAMA_TOY, batch_size, LLAMA_TOY.context_length,
@@ -354,6 +358,8 @@ def run_memory_accounting(batch_size: int = 4, seed: int = 0) -> MemoryResult:
 
     Taught on: "Where the compute and the memory go".
     """
+    check_int("batch_size", batch_size)
+    check_int("seed", seed, minimum=0)
     config = MEMORY_CONFIG
     t = config.context_length
     generator = torch.Generator().manual_seed(seed)
@@ -454,6 +460,8 @@ def run_training_cost(utilisation: float = 0.4) -> TrainingCostResult:
 
     Taught on: "Where the compute and the memory go".
     """
+    check_finite_float("utilisation", utilisation, minimum=0.0, maximum=1.0,
+                       open_min=True)
     rows = []
     for key, n_matmul, layers, d, t in (
         ("gpt2-small", gpt2_matmul_parameters(GPT2_SMALL), GPT2_SMALL.n_layers,
@@ -520,6 +528,10 @@ def time_cpu_utilisation(batch_size: int = 16, steps: int = 5, matmul_size: int 
 
     Taught on: "Where the compute and the memory go".
     """
+    check_int("batch_size", batch_size)
+    check_int("steps", steps)
+    check_int("matmul_size", matmul_size)
+    check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     config = LLAMA_TOY
     model = TransformerLM.from_config(config)
@@ -648,6 +660,18 @@ def _single_process(config: LlamaConfig, data: np.ndarray, steps: int, batch_siz
     return record, grads, final
 
 
+def _check_parallel(world_size: object, steps: object, batch_size: object,
+                    seed: object) -> None:
+    """The arguments of the launches, checked before any process starts."""
+    check_int("world_size", world_size)
+    check_int("steps", steps)
+    check_int("batch_size", batch_size)
+    if batch_size % world_size:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
+                         f"({world_size}): every rank takes an equal share")
+    check_int("seed", seed, minimum=0)
+
+
 @cached(cost=4.0)  # two processes, DDP then FSDP
 def run_parallel_training(world_size: int = 2, steps: int = 4, batch_size: int = 8,
                           seed: int = 0) -> ParallelTrainingResult:
@@ -659,6 +683,7 @@ def run_parallel_training(world_size: int = 2, steps: int = 4, batch_size: int =
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_parallel(world_size, steps, batch_size, seed)
     config, lr = PARALLEL_CONFIG, 1e-3
     generator = torch.Generator().manual_seed(seed)
     data = torch.randint(0, config.vocab_size, (4096,), generator=generator).numpy()
@@ -740,6 +765,7 @@ def run_ddp_check(world_size: int = 2, steps: int = 4, batch_size: int = 8,
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_parallel(world_size, steps, batch_size, seed)
     r = run_parallel_training(world_size=world_size, steps=steps,
                               batch_size=batch_size, seed=seed)
     return DDPCheckResult(
@@ -791,6 +817,7 @@ def run_fsdp_check(world_size: int = 2, steps: int = 4, batch_size: int = 8,
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_parallel(world_size, steps, batch_size, seed)
     r = run_parallel_training(world_size=world_size, steps=steps,
                               batch_size=batch_size, seed=seed)
     shares = [{k: f[k] / d[k] for k in f} for f, d in zip(r.fsdp_bytes, r.ddp_bytes)]
@@ -830,6 +857,7 @@ def run_zero_memory(n_devices: tuple[int, ...] = (8, 64, 512)) -> ZeroMemoryResu
 
     Taught on: "Where the compute and the memory go".
     """
+    check_sizes("n_devices", n_devices)
     models = {"GPT2_SMALL": gpt2_param_count(GPT2_SMALL),
               "LLAMA2_7B": LLAMA2_7B.parameter_count()}
     stages = [0, 1, 2, 3]
@@ -933,6 +961,7 @@ def time_ddp_communication(world_size: int = 2, steps: int = 5, batch_size: int 
 
     Taught on: "Where the compute and the memory go".
     """
+    _check_parallel(world_size, steps, batch_size, seed)
     config = MEMORY_CONFIG
     generator = torch.Generator().manual_seed(seed)
     data = torch.randint(0, config.vocab_size, (4096,), generator=generator).numpy()
