@@ -89,18 +89,48 @@ def _run(tree: Path, cache: Path, manifest: Path, examples: Path) -> subprocess.
         env=env, capture_output=True, text=True, timeout=300, cwd=tree)
 
 
-def test_timings_run_alone_and_after_the_parts_they_read() -> None:
-    """A timing runs with nothing beside it; one that reads parts (a trained model,
-    a tokenizer) runs after them, or it would find them missing."""
-    def job(name: str, machine: bool = False, parent: bool = False, cost: float = 0.0):
-        return {"name": name, "machine": machine, "parent": parent, "cost": cost}
+def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> None:
+    """A timing runs with nothing beside it, after the parts it reads (a trained
+    model, a tokenizer); a parent starts once its own parts are stored, without
+    waiting for every other experiment."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
-    jobs = [job("timed_with_parts", machine=True, parent=True), job("cheap"),
-            job("parent", parent=True), job("timed", machine=True), job("costly", cost=5.0),
-            job("costlier", cost=9.0)]
-    order = [(alone, [j["name"] for j in stage]) for alone, stage in precompute.stages(jobs)]
-    assert order == [(True, ["timed"]), (False, ["cheap", "costlier", "costly"]),
-                     (False, ["parent"]), (True, ["timed_with_parts"])]
+    def job(name: str, machine: bool = False, parent: bool = False, cost: float = 0.0):
+        return {"name": name, "key": name, "machine": machine, "parent": parent,
+                "cost": cost}
+
+    jobs = [job("tokenizer"), job("timed", machine=True),
+            job("timed_with_parts", machine=True, parent=True), job("run"),
+            job("trained", parent=True, cost=6.0), job("slow", cost=9.0), job("cheap")]
+    planned = [[jobs[0], jobs[2]], [jobs[1]], [jobs[3], jobs[4]], [jobs[5]], [jobs[6]]]
+    deps = precompute.dependencies(planned)
+    assert deps["timed_with_parts"] == {"tokenizer"} and deps["trained"] == {"run"}
+    events, lock, running = [], threading.Lock(), set()
+    release_slow = threading.Event()
+
+    def compute(j: dict) -> tuple[str, float]:
+        with lock:
+            events.append(("start", j["name"], frozenset(running)))
+            running.add(j["name"])
+        if j["name"] == "slow":  # still running when "trained" may start
+            release_slow.wait(5)
+        if j["name"] == "trained":
+            release_slow.set()
+        with lock:
+            running.discard(j["name"])
+            events.append(("end", j["name"], frozenset(running)))
+        return j["key"], 0.0
+
+    done = precompute.run_jobs(jobs, deps, 2, compute, ThreadPoolExecutor)
+    assert sorted(d["name"] for d in done) == sorted(j["name"] for j in jobs)
+    starts = [(name, beside) for kind, name, beside in events if kind == "start"]
+    order = [name for name, _ in starts]
+    assert order[:3] == ["tokenizer", "timed", "timed_with_parts"]
+    assert all(not beside for name, beside in starts if name.startswith("timed"))
+    assert order.index("trained") > order.index("run")
+    beside_trained = dict(starts)["trained"]
+    assert "slow" in beside_trained  # it did not wait for the slowest experiment
 
 
 def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ The manifest (``docs/experiments.toml``) names, per page, the experiments its
 blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab``) in worker processes, costliest first, each split experiment's
-parts side by side (timings alone: see :func:`stages`). Then it executes every notebook in
+parts side by side (timings alone: see :func:`run_jobs`). Then it executes every notebook in
 ``examples/`` (the jupytext files; plain scripts such as ``train_ddp.py`` are
 left alone) once, in IPython, in a fresh process each, and writes, per language, the notebook page's Markdown and its
 ``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/notebooks/``. The
@@ -35,7 +35,8 @@ import os
 import sys
 import time
 import tomllib
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -43,8 +44,8 @@ from typing import Any
 
 from llmlab import cache
 
-__all__ = ["Call", "load_manifest", "main", "notebook_markdown", "notebooks", "report_path",
-           "split_notebook", "stages", "stamp"]
+__all__ = ["Call", "dependencies", "load_manifest", "main", "notebook_markdown", "notebooks", "report_path",
+           "run_jobs", "split_notebook", "stamp"]
 
 LANGUAGES = ("zh", "en")
 REPORT = "precompute.json"  # the latest run's report; each run's is also kept by its stamp
@@ -135,21 +136,75 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
-def stages(jobs: list[dict[str, Any]]) -> list[tuple[bool, list[dict[str, Any]]]]:
-    """The order jobs run in: ``(alone, jobs)`` stages, each after the one before.
+def dependencies(planned: list[list[dict[str, Any]]]) -> dict[str, set[str]]:
+    """Per job key, the keys of the jobs it reads from the cache (its parts, theirs...).
 
-    Timings (``machine``) that read no parts first, one at a time, before the
-    workers start; then the parts and plain experiments side by side, the cheap
-    ones first (the site's pages may be waiting for them), the costly ones
-    costliest first (none left to run alone at the end); then the parents, which
-    read their parts from the cache; last the timings that read parts, alone.
+    Each plan lists a call's parts before the call (:func:`llmlab.cache.plan`); a
+    parent depends on what comes before it in a plan (at worst a sibling's part
+    too, which only makes it wait a little longer).
     """
-    leaves = sorted((j for j in jobs if not j["parent"] and not j["machine"]),
-                    key=lambda j: (j["cost"] > 0, -j["cost"]))
-    return [(True, [j for j in jobs if j["machine"] and not j["parent"]]),
-            (False, leaves),
-            (False, [j for j in jobs if j["parent"] and not j["machine"]]),
-            (True, [j for j in jobs if j["machine"] and j["parent"]])]
+    deps: dict[str, set[str]] = {}
+    for jobs in planned:
+        for i, job in enumerate(jobs):
+            mine = deps.setdefault(job["key"], set())
+            if job["parent"]:
+                mine.update(j["key"] for j in jobs[:i])
+    return deps
+
+
+def _priority(job: dict[str, Any]) -> tuple[bool, float]:
+    # cheap ones first (pages may be waiting for them), then the costliest first
+    # (none left to run alone at the end)
+    return (job["cost"] > 0, -job["cost"])
+
+
+def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int,
+             compute: Callable[[dict[str, Any]], tuple[str, float | None]],
+             pool: Callable[[int], Any]) -> list[dict[str, Any]]:
+    """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done.
+
+    Timings (``machine``) run alone, each with no other job beside it: first the
+    parts they read, then every timing, then everything else as soon as its own
+    parts are stored (no stage waits for a whole other stage).
+    """
+    todo = {j["key"]: j for j in jobs}
+    deps = {k: deps.get(k, set()) & todo.keys() for k in todo}
+    timings = [j for j in jobs if j["machine"]]
+    first: set[str] = set()
+    stack = [k for j in timings for k in deps[j["key"]]]
+    while stack:  # what the timings read, and what that reads
+        key = stack.pop()
+        if key not in first and not todo[key]["machine"]:
+            first.add(key)
+            stack.extend(deps[key])
+    done: list[dict[str, Any]] = []
+    finished: set[str] = set()
+
+    def side_by_side(keys: set[str]) -> None:
+        pending = set(keys)
+        with pool(max(1, workers)) as executor:
+            running: dict[Any, dict[str, Any]] = {}
+            while pending or running:
+                ready = sorted((todo[k] for k in pending if deps[k] <= finished),
+                               key=_priority)
+                for job in ready[:max(1, workers) - len(running)]:
+                    pending.discard(job["key"])
+                    running[executor.submit(compute, job)] = job
+                if not running:
+                    raise RuntimeError(f"jobs wait on each other: {sorted(pending)}")
+                finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished_now:
+                    job = running.pop(future)
+                    done.append({**job, "seconds": future.result()[1]})
+                    finished.add(job["key"])
+
+    side_by_side(first)
+    for job in timings:  # alone: nothing else runs beside a timing
+        with pool(1) as executor:
+            done.append({**job, "seconds": executor.submit(compute, job).result()[1]})
+        finished.add(job["key"])
+    side_by_side(set(todo) - first - {j["key"] for j in timings})
+    return done
 
 
 def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], list[dict]]:
@@ -164,18 +219,8 @@ def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], li
         for job in jobs:
             if not (folder / f"{job['key']}.pkl").exists():
                 todo.setdefault(job["key"], job)
-    done = []
-    for alone, stage in stages(list(todo.values())):
-        if not stage:
-            continue
-        if alone:  # a timing: nothing else runs beside it
-            for job in stage:
-                with ProcessPoolExecutor(1, mp_context=_context()) as pool:
-                    done.append({**job, "seconds": pool.submit(_compute, job).result()[1]})
-            continue
-        with ProcessPoolExecutor(max(1, workers), mp_context=_context()) as pool:
-            for job, (_, seconds) in zip(stage, pool.map(_compute, stage)):
-                done.append({**job, "seconds": seconds})
+    done = run_jobs(list(todo.values()), dependencies(planned), workers, _compute,
+                    lambda n: ProcessPoolExecutor(n, mp_context=_context()))
     return done, planned
 
 
