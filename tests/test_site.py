@@ -250,6 +250,20 @@ def test_heading_anchors_keep_chinese(built_site) -> None:
     assert any(re.search(r"[\u4e00-\u9fff]", i) for i in ids), ids
 
 
+def test_every_table_column_has_a_header(built_site) -> None:
+    """A screen reader names each cell by its column's header (axe: td-has-header)."""
+    pages = sorted(built_site.site_dir.rglob("index.html"))
+    tables = 0
+    for page in pages:
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for table in soup.select("article table"):
+            tables += 1
+            heads = [th.get_text(" ", strip=True) for th in table.select("thead th")]
+            assert heads and all(heads), (
+                f"{page.relative_to(built_site.site_dir)}: a table with headers {heads}")
+    assert tables > 100
+
+
 def test_table_of_contents_shows_no_raw_latex(built_site) -> None:
     """The page's table of contents is plain text: a heading's ``$...$`` would show
     there as ``\\(...\\)`` (the math is rendered in the article only)."""
