@@ -296,20 +296,31 @@ _FIGURE = re.compile(r'(<img class="llmlab-figure"[^>]*?) src="data:image/svg\+x
                      r'([A-Za-z0-9+/=]+)"')
 
 
+_SVG_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"')
+
+
 def _figure_files(html: str, page: Any) -> str:
-    """Figures as files of their own (``assets/figures/<digest>.svg``), loaded lazily.
+    """Figures as files of their own (``assets/figures/<digest>.svg``).
 
     Embedded as data URIs, a page's figures were most of its bytes: every reader
     downloaded all of them before the text, and Material's search indexer parsed
-    them on every build.
+    them on every build. Each ``<img>`` gets the figure's size (no layout shift
+    when it arrives); all but the page's first load lazily (the first may be what
+    the reader sees first).
     """
     up = "../" * len([part for part in page.url.split("/") if part])
+    seen = []
 
     def to_file(match: re.Match[str]) -> str:
         svg = base64.b64decode(match.group(2))
         name = f"{hashlib.sha256(svg).hexdigest()[:20]}.svg"
         STATE["figures"][name] = svg
-        return f'{match.group(1)} loading="lazy" src="{up}assets/figures/{name}"'
+        size = _SVG_SIZE.search(svg[:2000])
+        dims = (f' width="{round(float(size[1]) * 4 / 3)}" height="{round(float(size[2]) * 4 / 3)}"'
+                if size else "")
+        lazy = ' loading="lazy"' if seen else ""
+        seen.append(name)
+        return f'{match.group(1)}{dims}{lazy} src="{up}assets/figures/{name}"'
 
     return _FIGURE.sub(to_file, html)
 
