@@ -2,9 +2,8 @@
 
 Generated text is shown as it came out, with two substitutions so that it reads
 on a page: control characters (an untrained model emits them) become ``�``, as
-undecodable bytes already do; in a table cell a newline becomes ``↵``. A token
-alone (:func:`token_text`) shows a space as ``␣`` and the bytes of part of a
-character as ``\xe5\xae``.
+undecodable bytes already do; in a table cell a newline becomes ``↵``. Tokens are
+shown as the tokenization lecture shows them (:mod:`llmlab.report.tokenization`).
 
 Taught on: "Training and generating text".
 """
@@ -88,7 +87,6 @@ __all__ = [
     "source_block",
     "throughput_table",
     "token_name",
-    "token_text",
     "undecodable_line",
     "undecodable_share",
     "vocab_table",
@@ -157,17 +155,6 @@ def token_name(token: str) -> str:
     """A token's text as a reader can see it: ``␣`` for a space, ``↵`` for a newline."""
     check_str("token", token)
     return printable(token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥"))
-
-
-def token_text(token: bytes) -> str:
-    """A token's bytes as a reader can see them: ``b" the"`` -> ``"␣the"``.
-
-    A space is ``␣``, a newline ``↵``, a tab ``⇥``; bytes that are part of a
-    character (not UTF-8 on their own) are written ``\\xe5\\xae``.
-    """
-    check_type("token", token, bytes, expected="bytes",
-               hint="a token already decoded goes to token_name")
-    return token_name(token.decode("utf-8", errors="backslashreplace"))
 
 
 def _code_span(s: str) -> str:
