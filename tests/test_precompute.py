@@ -133,6 +133,47 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
     assert "slow" in beside_trained  # it did not wait for the slowest experiment
 
 
+def test_a_cheap_part_of_a_long_run_starts_before_other_long_jobs() -> None:
+    """Among ready jobs the longest chain of estimated cost goes first: a cheap
+    tokenizer that a long training run reads starts before a job of middling
+    cost, so the long run does not end up running alone at the end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(name: str, cost: float, parent: bool = False) -> dict:
+        return {"name": name, "key": name, "machine": False, "parent": parent, "cost": cost}
+
+    jobs = [job("middling", 3.0), job("tokenizer", 0.5), job("training", 6.0, parent=True),
+            job("free", 0.0)]
+    deps = precompute.dependencies([[jobs[0]], [jobs[1], jobs[2]], [jobs[3]]])
+    order: list[str] = []
+    precompute.run_jobs(jobs, deps, 1, lambda j: (order.append(j["name"]), (j["key"], 0.0))[1],
+                        ThreadPoolExecutor)
+    assert order == ["free", "tokenizer", "training", "middling"]
+
+
+def test_a_notebook_runs_once_what_the_manifest_lists_for_it_is_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    header = "# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n"
+    (examples / "uses.py").write_text(header + "# %%\nx = 1\n", encoding="utf-8")
+    (examples / "alone.py").write_text(header + "# %%\ny = 2\n", encoding="utf-8")
+    (examples / "script.py").write_text("print('not a notebook')\n", encoding="utf-8")
+    calls = [precompute._parse_call("examples/uses.py", "distributed.run_ddp_check()"),
+             precompute._parse_call("lectures/x.md", "attention.run_dropout_demo(p=0.25)")]
+    planned = [precompute._plan(call) for call in calls]
+    jobs, deps = precompute.notebook_jobs(calls, planned, examples)
+    assert [j["key"] for j in jobs] == ["notebook:alone.py", "notebook:uses.py"]
+    assert deps["notebook:uses.py"] == {j["key"] for j in planned[0]}  # the launch too
+    assert deps["notebook:alone.py"] == set()
+    out = Path(jobs[0]["out"])
+    out.parent.mkdir(parents=True)
+    out.write_text("{}", encoding="utf-8")  # executed already: no job
+    assert [j["key"] for j in precompute.notebook_jobs(calls, planned, examples)[0]] == [
+        "notebook:uses.py"]
+
+
 def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     """Results are keyed by their computation: a renderer or table header edit
     re-renders the pages and recomputes no experiment; an experiment edit does."""

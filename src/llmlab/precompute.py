@@ -8,10 +8,12 @@ The manifest (``docs/experiments.toml``) names, per page, the experiments its
 blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab``) in worker processes, costliest first, each split experiment's
-parts side by side (timings alone: see :func:`run_jobs`). Then it executes every notebook in
-``examples/`` (the jupytext files; plain scripts such as ``train_ddp.py`` are
-left alone) once, in IPython, in a fresh process each, and writes, per language, the notebook page's Markdown and its
-``.ipynb`` and ``.py`` downloads under ``<cache>/site/<lang>/notebooks/``. The
+parts side by side (timings alone: see :func:`run_jobs`). Among those jobs it
+executes every notebook in ``examples/`` (the jupytext files; plain scripts such
+as ``train_ddp.py`` are left alone) once, in IPython, in a fresh process each,
+as soon as what the manifest lists for it is stored. Then it writes, per
+language, the notebook page's Markdown and its ``.ipynb`` and ``.py`` downloads
+under ``<cache>/site/<lang>/notebooks/``. The
 site's pages read the results from the cache; a call that is not in the
 manifest misses there and fails the build. A run whose inputs (``llmlab``'s
 source, the manifest, the notebooks, the versions) have not changed since the
@@ -44,10 +46,12 @@ from typing import Any
 
 from llmlab import cache
 
-__all__ = ["Call", "dependencies", "load_manifest", "main", "notebook_markdown", "notebooks", "report_path",
-           "run_jobs", "split_notebook", "stamp"]
+__all__ = ["Call", "compute_experiments", "dependencies", "load_manifest", "main",
+           "notebook_jobs", "notebook_markdown", "notebooks", "report_path", "run_jobs",
+           "split_notebook", "stamp"]
 
 LANGUAGES = ("zh", "en")
+NOTEBOOK_COST = 1.0  # rough seconds a notebook takes on one core (a scheduling hint)
 REPORT = "precompute.json"  # the latest run's report; each run's is also kept by its stamp
 
 
@@ -124,6 +128,8 @@ def _plan(call: Call) -> list[dict[str, Any]]:
 
 
 def _compute(job: dict[str, Any]) -> tuple[str, float | None]:
+    if "notebook" in job:
+        return job["key"], _run_notebook(job["notebook"], job["out"])
     import torch
 
     torch.set_num_threads(1)
@@ -152,10 +158,27 @@ def dependencies(planned: list[list[dict[str, Any]]]) -> dict[str, set[str]]:
     return deps
 
 
-def _priority(job: dict[str, Any]) -> tuple[bool, float]:
-    # cheap ones first (pages may be waiting for them), then the costliest first
-    # (none left to run alone at the end)
-    return (job["cost"] > 0, -job["cost"])
+def _longest_paths(jobs: dict[str, dict[str, Any]], deps: dict[str, set[str]]
+                   ) -> dict[str, float]:
+    """Per job, its cost plus the costliest chain of jobs that wait on it.
+
+    A cheap part that a long experiment reads (a tokenizer before a training
+    run) then starts early, and the long run does not end up alone at the end.
+    """
+    waiting: dict[str, set[str]] = {k: set() for k in jobs}
+    for key, parts in deps.items():
+        for part in parts:
+            waiting[part].add(key)
+    paths: dict[str, float] = {}
+
+    def path(key: str) -> float:
+        if key not in paths:
+            paths[key] = jobs[key]["cost"] + max((path(w) for w in waiting[key]), default=0.0)
+        return paths[key]
+
+    for key in jobs:
+        path(key)
+    return paths
 
 
 def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int,
@@ -165,10 +188,18 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
 
     Timings (``machine``) run alone, each with no other job beside it: first the
     parts they read, then every timing, then everything else as soon as its own
-    parts are stored (no stage waits for a whole other stage).
+    parts are stored (no stage waits for a whole other stage). Among the jobs
+    ready to start, cost-free ones go first, then by ``rank`` (the first page
+    that shows it, :func:`render_rank`), then the ones heading the longest chain
+    of estimated ``cost`` (:func:`_longest_paths`).
     """
     todo = {j["key"]: j for j in jobs}
     deps = {k: deps.get(k, set()) & todo.keys() for k in todo}
+    paths = _longest_paths(todo, deps)
+    # cheap ones first, then page by page in the order MkDocs renders them (it
+    # waits at the first block whose result is missing), the longest chains
+    # first within a page (none left to run alone at the end)
+    priority = {k: (paths[k] > 0, todo[k].get("rank", 0), -paths[k]) for k in todo}
     timings = [j for j in jobs if j["machine"]]
     first: set[str] = set()
     stack = [k for j in timings for k in deps[j["key"]]]
@@ -186,7 +217,7 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
             running: dict[Any, dict[str, Any]] = {}
             while pending or running:
                 ready = sorted((todo[k] for k in pending if deps[k] <= finished),
-                               key=_priority)
+                               key=lambda j: priority[j["key"]])
                 for job in ready[:max(1, workers) - len(running)]:
                     pending.discard(job["key"])
                     running[executor.submit(compute, job)] = job
@@ -207,8 +238,45 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
     return done
 
 
-def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], list[dict]]:
-    """Fill the cache with every call's result; (jobs run, each call's planned jobs)."""
+def render_rank(page: str) -> tuple[str, str]:
+    """Where ``page`` (a manifest page) comes in the order MkDocs renders pages.
+
+    MkDocs reads the docs folder in sorted path order, one page after another;
+    a notebook ``examples/<name>.py`` is shown as ``notebooks/<name>.md``.
+    """
+    if page.endswith(".py"):
+        page = f"notebooks/{Path(page).stem}.md"
+    return (page.rsplit("/", 1)[0] if "/" in page else "", page)
+
+
+def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], examples: Path
+                  ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
+    """A job per notebook in ``examples`` not executed yet, and what each reads.
+
+    A notebook reads what the manifest lists under its own path (e.g.
+    ``["examples/copy_task_heads.py"]``), so it runs once those are stored.
+    """
+    folder = cache.cache_dir() / "notebooks"
+    jobs, deps = [], {}
+    for path in notebooks(examples):
+        out = folder / f"{_notebook_key(path)}.ipynb"
+        if out.exists():
+            continue
+        key = f"notebook:{path.name}"
+        jobs.append({"module": "notebook", "name": path.name, "notebook": str(path.resolve()),
+                     "out": str(out), "key": key, "cost": NOTEBOOK_COST, "machine": False,
+                     "parent": True, "rank": render_rank(f"examples/{path.name}")})
+        deps[key] = {j["key"] for call, call_jobs in zip(calls, planned)
+                     if call.page.endswith(".py") and Path(call.page).name == path.name
+                     for j in call_jobs}
+    return jobs, deps
+
+
+def compute_experiments(calls: list[Call], workers: int, examples: Path | None = None
+                        ) -> tuple[list[dict], list[dict]]:
+    """Fill the cache with every call's result and execute every notebook in
+    ``examples`` not executed yet, each once the experiments the manifest lists
+    for it are stored; (jobs run, each call's planned jobs)."""
     import torch
 
     torch.set_num_threads(1)
@@ -219,7 +287,23 @@ def compute_experiments(calls: list[Call], workers: int) -> tuple[list[dict], li
         for job in jobs:
             if not (folder / f"{job['key']}.pkl").exists():
                 todo.setdefault(job["key"], job)
-    done = run_jobs(list(todo.values()), dependencies(planned), workers, _compute,
+    for call, jobs in zip(calls, planned):  # each job: the first page that shows it
+        for job in jobs:
+            if job["key"] in todo:
+                todo[job["key"]]["rank"] = min(render_rank(call.page),
+                                               todo[job["key"]].get("rank", render_rank(call.page)))
+    deps = dependencies(planned)
+    if examples is not None:
+        jobs, parts = notebook_jobs(calls, planned, examples)
+        todo.update((job["key"], job) for job in jobs)
+        deps.update(parts)
+    if any("notebook" in job for job in todo.values()):
+        import IPython.core.interactiveshell  # noqa: F401 - imported here once, before forking
+        import matplotlib
+
+        matplotlib.use("Agg")
+        (folder / "notebooks").mkdir(parents=True, exist_ok=True)
+    done = run_jobs(list(todo.values()), deps, workers, _compute,
                     lambda n: ProcessPoolExecutor(n, mp_context=_context()))
     return done, planned
 
@@ -313,41 +397,27 @@ def _notebook_key(path: Path) -> str:
                           .encode()).hexdigest()
 
 
-def _execute_all(paths: list[Path], folder: Path, workers: int) -> dict[Path, float]:
-    """Execute every notebook not in ``folder`` yet, ``workers`` processes at a time."""
-    import IPython.core.interactiveshell  # noqa: F401 - imported here once, before forking
-    import matplotlib
-
-    matplotlib.use("Agg")
-    folder.mkdir(parents=True, exist_ok=True)
-    pending = [p for p in paths if not (folder / f"{_notebook_key(p)}.ipynb").exists()]
-    running: dict[Path, tuple[Any, float]] = {}
-    seconds: dict[Path, float] = {}
-    while pending or running:
-        while pending and len(running) < max(1, workers):
-            path = pending.pop(0)
-            out = folder / f"{_notebook_key(path)}.ipynb"
-            proc = _context().Process(target=_execute, args=(str(path.resolve()), str(out)))
-            proc.start()
-            running[path] = (proc, time.perf_counter())
-        for path, (proc, start) in list(running.items()):
-            proc.join(timeout=0.02)
-            if proc.exitcode is not None:
-                del running[path]
-                if proc.exitcode:
-                    raise RuntimeError(f"notebook {path} failed: see its traceback above")
-                seconds[path] = time.perf_counter() - start
-    return seconds
+def _run_notebook(path: str, out: str) -> float:
+    """Execute the notebook at ``path`` into ``out`` in a fresh process; the seconds."""
+    start = time.perf_counter()
+    proc = _context().Process(target=_execute, args=(path, out))
+    proc.start()
+    proc.join()
+    if proc.exitcode:
+        raise RuntimeError(f"notebook {path} failed: see its traceback above")
+    return time.perf_counter() - start
 
 
-def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
-    """Execute each notebook once; write its pages and downloads per language."""
+def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, Any]]:
+    """Write each executed notebook's pages and downloads per language.
+
+    ``seconds``: per notebook file name, how long executing it took (this run's).
+    """
     import jupytext
     import nbformat
 
     executed = cache.cache_dir() / "notebooks"
     paths = notebooks(examples)
-    seconds = _execute_all(paths, executed, workers)
     report = []
     for path in paths:
         key = _notebook_key(path)
@@ -362,7 +432,8 @@ def run_notebooks(examples: Path, workers: int) -> list[dict[str, Any]]:
             for file, text in files.items():
                 if not (site / file).is_file() or (site / file).read_text("utf-8") != text:
                     (site / file).write_text(text, encoding="utf-8")
-        report.append({"notebook": path.name, "key": key[:16], "seconds": seconds.get(path)})
+        report.append({"notebook": path.name, "key": key[:16],
+                       "seconds": seconds.get(path.name)})
     return report
 
 
@@ -396,11 +467,13 @@ def main(argv: list[str] | None = None) -> int:
         print("precompute: up to date")
         return 0
     start, cpu = time.perf_counter(), time.process_time()
-    done, planned = compute_experiments(calls, args.workers)
+    done, planned = compute_experiments(calls, args.workers, Path(args.examples))
     for job in done:
         state = "stored already" if job["seconds"] is None else f"{job['seconds']:.1f} s"
         print(f"precompute: {job['module'].rsplit('.', 1)[-1]}.{job['name']} ({state})")
-    notebooks = run_notebooks(Path(args.examples), args.workers)
+    notebooks = run_notebooks(Path(args.examples), {job["name"]: job["seconds"]
+                                                    for job in done if "notebook" in job})
+    done = [job for job in done if "notebook" not in job]
     seconds = {job["key"]: job["seconds"] for job in done}
     pages: dict[str, list[dict[str, Any]]] = {}
     for call, jobs in zip(calls, planned):
