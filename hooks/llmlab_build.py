@@ -98,7 +98,7 @@ def _start_precompute(config: Any) -> None:
     docs = Path(config.docs_dir)
     manifest, examples = docs / "experiments.toml", docs.parent / "examples"
     STATE["report"] = report_path(STATE["cache"], stamp(manifest, examples))
-    os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_PRECOMPUTE_REPORT=str(STATE["report"]))
+    os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_MANIFEST=str(manifest))
     if STATE["report"].is_file():
         return
     command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
@@ -211,8 +211,6 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
     if key not in MEMO and disk.is_file():
         MEMO[key], source = json.loads(disk.read_text("utf-8")), "disk"
     elif key not in MEMO:
-        if (id or "").startswith(ALWAYS_RUN):
-            _precompute_report()  # it reports on what precompute did: wait for it
         before = len(cache.RUN_LOG)
         output = _execute(code, f"llmlab_block_{key[:12]}")
         runs = [[r.name, r.key] for r in cache.RUN_LOG[before:]]

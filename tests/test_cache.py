@@ -176,6 +176,14 @@ def test_key_follows_the_code_the_experiment_imports(
     assert after_helper != before
     (pkg / "norms.py").write_text("def norm(): return 3\n", encoding="utf-8")  # relative import
     assert cache.code_hash("llmlab.experiments.demo") != after_helper
+    # the dependency list is kept between calls, until a file changes: a new import counts
+    (pkg / "blocks.py").write_text("from llmlab import helpers, unrelated\n"
+                                   "def block(): return 1\n", encoding="utf-8")
+    deps = {p.relative_to(pkg).as_posix() for p in cache.dependency_files("llmlab.experiments.demo")}
+    assert "unrelated.py" in deps
+    changed = cache.code_hash("llmlab.experiments.demo")
+    (pkg / "unrelated.py").write_text("Y = 3\n", encoding="utf-8")
+    assert cache.code_hash("llmlab.experiments.demo") != changed
 
 
 def test_edited_experiment_is_recomputed_not_served(tmp_path: Path, monkeypatch) -> None:

@@ -1,35 +1,68 @@
 """The "computation on this page" table: seconds per call, and a total that counts
-a part shared by several calls (one launch, two checks) once."""
+a part shared by several calls (one launch, two checks) once. It reads the
+manifest and each result's stored seconds, not a report of the whole run, so a
+page shows it as soon as its own experiments are stored."""
 
 from __future__ import annotations
 
-import json
 import pickle
 from pathlib import Path
 
 import pytest
 
+from llmlab import cache
+from llmlab.experiments import attention, distributed
 from llmlab.report.build import computation_table
 
 
-def test_rows_include_their_parts_and_the_total_counts_a_shared_part_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    seconds = {"launch": 4.0, "ddp": 0.5, "fsdp": 0.25, "other": 1.0}
-    for key, s in seconds.items():
-        (tmp_path / f"{key}.pkl").write_bytes(pickle.dumps((None, s)))
-    report = tmp_path / "report.json"
-    report.write_text(json.dumps({"pages": {"x.md": [
-        {"call": "run_ddp_check()", "keys": ["ddp", "launch"]},
-        {"call": "run_fsdp_check()", "keys": ["fsdp", "launch"]},
-        {"call": "other()", "keys": ["other"]},
-    ]}}), encoding="utf-8")
+def _store(folder: Path, fn, seconds: float, **kwargs) -> None:
+    (folder / f"{cache.cache_key(fn, **kwargs)}.pkl").write_bytes(pickle.dumps((None, seconds)))
+
+
+@pytest.fixture
+def manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "experiments.toml"
+    path.write_text('["x.md"]\ncalls = ["distributed.run_ddp_check()", '
+                    '"distributed.run_fsdp_check()", "attention.run_summary_recall()"]\n'
+                    '["one.md"]\ncalls = ["attention.run_summary_recall()"]\n',
+                    encoding="utf-8")
     monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("LLMLAB_PRECOMPUTE_REPORT", str(report))
+    monkeypatch.setenv("LLMLAB_MANIFEST", str(path))
+    monkeypatch.delenv("LLMLAB_CACHE_MISS", raising=False)
+    return path
+
+
+def test_rows_include_their_parts_and_the_total_counts_a_shared_part_once(
+        manifest: Path) -> None:
+    folder = manifest.parent
+    (launch, launch_kwargs), _ = cache.plan(distributed.run_ddp_check)
+    assert cache.plan(distributed.run_fsdp_check)[0] == (launch, launch_kwargs)  # shared
+    _store(folder, launch, 4.0, **launch_kwargs)
+    _store(folder, distributed.run_ddp_check, 0.5)
+    _store(folder, distributed.run_fsdp_check, 0.25)
+    _store(folder, attention.run_summary_recall, 1.0)
     rows = {lang: computation_table("x.md").render(lang).splitlines()[2:]
             for lang in ("zh", "en")}
-    assert rows["en"] == ["| `run_ddp_check()` | 4.50 |", "| `run_fsdp_check()` | 4.25 |",
-                          "| `other()` | 1.00 |",
+    assert rows["en"] == ["| `distributed.run_ddp_check()` | 4.50 |",
+                          "| `distributed.run_fsdp_check()` | 4.25 |",
+                          "| `attention.run_summary_recall()` | 1.00 |",
                           "| total (a shared part counted once) | 5.75 |"]
     assert rows["zh"][-1] == "| 合计（共用的部分只算一次） | 5.75 |"
-    one = computation_table("missing.md").render("en").splitlines()[2:]
-    assert one == []  # a page without experiments: no rows, no total
+    assert computation_table("one.md").render("en").splitlines()[2:] == [
+        "| `attention.run_summary_recall()` | 1.00 |"]  # one call: no total
+    assert computation_table("missing.md").render("en").splitlines()[2:] == []
+
+
+def test_a_result_not_stored_says_so_or_is_refused_in_a_build(
+        manifest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = computation_table("one.md").render("en").splitlines()[2:]
+    assert rows == ["| `attention.run_summary_recall()` | not computed yet |"]
+    monkeypatch.setenv("LLMLAB_CACHE_MISS", "error")  # what the build sets
+    with pytest.raises(cache.NotPrecomputedError, match="run_summary_recall"):
+        computation_table("one.md")
+
+
+def test_without_a_cache_the_table_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLMLAB_CACHE_DIR", raising=False)
+    text = computation_table("x.md").render("en")
+    assert "no result cache found" in text

@@ -61,6 +61,7 @@ __all__ = [
     "machine_fingerprint",
     "plan",
     "snippet_hash",
+    "stored_seconds",
     "source_hash",
 ]
 
@@ -147,13 +148,34 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
     return _IMPORTS_MEMO[memo_key]
 
 
+_DEPENDENCIES: dict[str, tuple[tuple, list[Path]]] = {}  # module -> (package stamp, files)
+
+
+def _package_stamp() -> tuple:
+    """Path, size and modification time of every ``.py`` file of ``llmlab``."""
+    return tuple((p, st.st_size, st.st_mtime_ns) for p in sorted(_PACKAGE_DIR.rglob("*.py"))
+                 for st in [p.stat()])
+
+
 def dependency_files(module: str) -> list[Path]:
     """Files of ``module`` and of every ``llmlab`` module it imports, transitively.
 
     Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too, so
     parent packages count. Imports are read from the source (``ast``), so an
-    import inside a function counts as well. This module is left out.
+    import inside a function counts as well. This module is left out. The list
+    is kept per module until a file of the package changes (size or time):
+    reading the imports of every call's modules again costs more than the call.
     """
+    stamp = _package_stamp()
+    kept = _DEPENDENCIES.get(module)
+    if kept is not None and kept[0] == stamp:
+        return list(kept[1])
+    files = _dependency_files(module)
+    _DEPENDENCIES[module] = (stamp, files)
+    return list(files)
+
+
+def _dependency_files(module: str) -> list[Path]:
     seen: dict[str, Path] = {}
     todo = [module]
     while todo:
@@ -461,6 +483,21 @@ def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callab
             calls.extend(plan(part, **part_kwargs))
     calls.append((fn, bound))
     return calls
+
+
+def stored_seconds(fn: Callable[..., Any], **kwargs: Any) -> float | None:
+    """How long computing the stored result of ``fn(**kwargs)`` took; None if none is stored.
+
+    Reads the disk store only (it computes nothing). A result not stored yet is
+    waited for, or refused, as ``LLMLAB_CACHE_MISS`` says (see :func:`cached`).
+    """
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"{cache_key(fn, **kwargs)}.pkl"
+    if not path.exists():
+        _miss(f"{fn.__module__}.{fn.__qualname__}", _bound_arguments(fn, (), kwargs), path)
+    return _load(path)[1] if path.exists() else None
 
 
 def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:

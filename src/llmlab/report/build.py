@@ -5,50 +5,62 @@ Taught on: every lecture ("Computation on this page").
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
-import pickle
 import platform
 from pathlib import Path
 
-from llmlab.cache import cache_dir
+from llmlab import cache
 from llmlab.checks import check_str
 from llmlab.report import Localized, fmt_float, label, table
 
 __all__ = ["computation_table"]
 
+MANIFEST = "docs/experiments.toml"  # from the repository root; LLMLAB_MANIFEST overrides
+
 
 def computation_table(page: str) -> Localized:
-    """The experiments ``docs/experiments.toml`` lists for ``page`` and what they cost.
+    """The experiments the manifest lists for ``page`` and what they cost.
 
     One row per call: the seconds computing it took (its parts included), as
     stored with the results in the cache, on the machine that computed them; then
-    the total, in which a part that several calls share counts once.
+    the total, in which a part that several calls share counts once. The
+    manifest is ``$LLMLAB_MANIFEST`` (the build sets it), else
+    ``docs/experiments.toml``. A result that is not stored yet is waited for
+    as ``LLMLAB_CACHE_MISS`` says (:func:`llmlab.cache.stored_seconds`), so the
+    build shows this table without waiting for every other page's experiments.
     Without a filled cache (a block copied elsewhere) the table says so.
     """
     check_str("page", page, nonempty=True)
-    folder = cache_dir()
-    report = folder / "precompute.json" if folder else None  # the latest run's
-    if folder and os.environ.get("LLMLAB_PRECOMPUTE_REPORT"):  # this build's (the hook's)
-        report = Path(os.environ["LLMLAB_PRECOMPUTE_REPORT"])
-    if report is None or not report.is_file():
+    from llmlab.precompute import load_manifest
+
+    manifest = Path(os.environ.get("LLMLAB_MANIFEST", MANIFEST))
+    if cache.cache_dir() is None or not manifest.is_file():
         return table([label("实验", "experiment")],
                      [[label("没有找到结果缓存：先运行 python -m llmlab.precompute",
                              "no result cache found: run python -m llmlab.precompute")]])
     rows, every = [], {}
-    entries = json.loads(report.read_text(encoding="utf-8"))["pages"].get(page, [])
-    for entry in entries:
-        seconds = 0.0
-        for key in entry["keys"]:
+    calls = [c for c in load_manifest(manifest) if c.page == page]
+    for call in calls:
+        function = getattr(importlib.import_module(call.module), call.name)
+        seconds: float | None = 0.0
+        for fn, kwargs in cache.plan(function, **call.kwargs):
+            key = cache.cache_key(fn, **kwargs)
             if key not in every:
-                with (folder / f"{key}.pkl").open("rb") as fh:
-                    every[key] = pickle.load(fh)[1]
-            seconds += every[key]
-        rows.append([f"`{entry['call']}`", fmt_float(seconds, 2)])
-    if len(entries) > 1:  # two calls may share a part (one launch, two checks)
+                every[key] = cache.stored_seconds(fn, **kwargs)
+            seconds = None if seconds is None or every[key] is None else seconds + every[key]
+        rows.append([f"`{call.text}`", _seconds(seconds)])
+    if len(calls) > 1:  # two calls may share a part (one launch, two checks)
+        total = None if None in every.values() else sum(every.values())
         rows.append([label("合计（共用的部分只算一次）", "total (a shared part counted once)"),
-                     fmt_float(sum(every.values()), 2)])
+                     _seconds(total)])
     headers = [label("实验", "experiment"),
                label(f"计算用时（秒，{platform.machine()}，单线程）",
                      f"compute time (s, {platform.machine()}, one thread)")]
     return table(headers, rows)
+
+
+def _seconds(value: float | None) -> str | Localized:
+    if value is None:
+        return label("尚未计算", "not computed yet")
+    return fmt_float(value, 2)
