@@ -187,8 +187,9 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
     """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done.
 
     Timings (``machine``) run alone, each with no other job beside it: first the
-    parts they read, then every timing, then everything else as soon as its own
-    parts are stored (no stage waits for a whole other stage). Among the jobs
+    parts they read, the cost-free jobs and those of the pages up to the first
+    timing's, then every timing (page by page), then everything else as soon as
+    its own parts are stored (no stage waits for a whole other stage). Among the jobs
     ready to start, cost-free ones go first, then by ``rank`` (the first page
     that shows it, :func:`render_rank`), then the ones heading the longest chain
     of estimated ``cost`` (:func:`_longest_paths`).
@@ -200,10 +201,16 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
     # waits at the first block whose result is missing), the longest chains
     # first within a page (none left to run alone at the end)
     priority = {k: (paths[k] > 0, todo[k].get("rank", 0), -paths[k]) for k in todo}
-    timings = [j for j in jobs if j["machine"]]
-    first: set[str] = set()
+    timings = sorted((j for j in jobs if j["machine"]), key=lambda j: j.get("rank", 0))
+    # before the timings, besides what they read: the cost-free jobs and those of
+    # the pages up to the first timing's, so that MkDocs renders those pages on
+    # the core that a timing leaves free
     stack = [k for j in timings for k in deps[j["key"]]]
-    while stack:  # what the timings read, and what that reads
+    stack += [j["key"] for j in jobs if not j["machine"] and (
+        (j["cost"] == 0 and not deps[j["key"]])  # a parent of costly parts is not free
+        or (timings and j.get("rank", 0) <= timings[0].get("rank", 0)))]
+    first: set[str] = set()
+    while stack:  # those, and what they read
         key = stack.pop()
         if key not in first and not todo[key]["machine"]:
             first.add(key)
@@ -281,6 +288,12 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
 
     torch.set_num_threads(1)
     planned = [_plan(call) for call in calls]  # imports every experiment module here
+    # and what torch imports lazily, on first use, in every process that uses it
+    # (optimizers import torch._dynamo: about half a second each): once, here,
+    # before the workers and each timing's process are forked from this one
+    import torch._dynamo  # noqa: F401
+    import torch.utils.benchmark  # noqa: F401
+
     folder = cache.cache_dir()
     todo: dict[str, dict[str, Any]] = {}
     for jobs in planned:
