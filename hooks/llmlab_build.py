@@ -13,7 +13,8 @@
    by its code, the page's language, the ``llmlab`` source it imports and the
    versions, and keeps the HTML made of it, so a build where nothing changed,
    or a ``serve`` rebuild after a prose edit, runs no block. Blocks run with
-   ``LLMLAB_LANG`` set to the page's language (``llmlab.report`` renders in it).
+   ``LLMLAB_LANG`` set to the page's language (``llmlab.report`` renders in it);
+   a block run for a Chinese page runs for its English twin right after.
 3. Notebook pages are stub pages (``docs/<lang>/notebooks/<name>.md``, rendered
    after the lectures) that include, with ``pymdownx.snippets``, the Markdown
    precompute wrote for that language; their ``.ipynb`` and ``.py`` downloads
@@ -146,7 +147,7 @@ def on_pre_build(config: Any) -> None:
     for name in [m for m in sys.modules if m == "llmlab" or m.startswith("llmlab.")]:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
     STATE.clear()
-    STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={},
+    STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={}, ahead=set(),
                  started=time.perf_counter())
     _start_precompute(config)
     from importlib.metadata import version
@@ -198,28 +199,61 @@ def _execute(code: str, name: str) -> str:
     return buffer.getvalue()
 
 
+def _store_block(key: str, code: str, block_id: str) -> None:
+    """Execute a block into MEMO[key] (and the disk store, unless it reports on this build)."""
+    from llmlab import cache
+
+    before = len(cache.RUN_LOG)
+    output = _execute(code, f"llmlab_block_{key[:12]}")
+    MEMO[key] = {"output": output, "runs": [[r.name, r.key] for r in cache.RUN_LOG[before:]]}
+    if not block_id.startswith(ALWAYS_RUN):
+        disk = STATE["cache"] / "blocks" / f"{key}.json"
+        disk.parent.mkdir(parents=True, exist_ok=True)
+        tmp = disk.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(MEMO[key], ensure_ascii=False), encoding="utf-8")
+        tmp.replace(disk)
+
+
+def _run_ahead(code: str, block_id: str) -> None:
+    """Run a block just run for the first language for the other languages, now.
+
+    Both languages' pages hold the same blocks (a test checks it). The other
+    language's pages render only once the first language's are done, by which
+    time precompute has finished and a core is idle; run here, while pages may
+    still wait for precompute, their blocks cost the build less. A block that
+    fails here is left to fail again on its own page.
+    """
+    here = os.environ["LLMLAB_LANG"]
+    if here != LANGUAGES[0] or os.environ.get("LLMLAB_BUILD_EN", "true").lower() == "false":
+        return
+    try:
+        for language in LANGUAGES[1:]:
+            os.environ["LLMLAB_LANG"] = language
+            key = _block_key(code, block_id)
+            if key not in MEMO and not (STATE["cache"] / "blocks" / f"{key}.json").is_file():
+                try:
+                    _store_block(key, code, block_id)
+                except ExecutionError:
+                    continue
+                STATE["ahead"].add(key)
+    finally:
+        os.environ["LLMLAB_LANG"] = here
+
+
 def _run_block(code: str, returncode: int = 0, session: str | None = None,
                id: str = "", **extra: Any) -> str:  # noqa: A002, ARG001
     if session:
         raise ExecutionError("blocks are self-contained on this site: no session=")
-    from llmlab import cache
-
     key = _block_key(code, id or "")
-    folder = STATE["cache"] / "blocks"
-    disk = folder / f"{key}.json"
-    start, source = time.perf_counter(), "memo"
+    disk = STATE["cache"] / "blocks" / f"{key}.json"
+    start, source = time.perf_counter(), "ahead" if key in STATE["ahead"] else "memo"
     if key not in MEMO and disk.is_file():
         MEMO[key], source = json.loads(disk.read_text("utf-8")), "disk"
     elif key not in MEMO:
-        before = len(cache.RUN_LOG)
-        output = _execute(code, f"llmlab_block_{key[:12]}")
-        runs = [[r.name, r.key] for r in cache.RUN_LOG[before:]]
-        MEMO[key], source = {"output": output, "runs": runs}, "executed"
-        if not (id or "").startswith(ALWAYS_RUN):
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = disk.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(MEMO[key], ensure_ascii=False), encoding="utf-8")
-            tmp.replace(disk)
+        _store_block(key, code, id or "")
+        source = "executed"
+        _run_ahead(code, id or "")
+    STATE["ahead"].discard(key)
     entry = MEMO[key]
     STATE["runs"].setdefault(STATE["page"], []).extend(entry["runs"])
     STATE["blocks"].append({"page": STATE["page"], "language": os.environ["LLMLAB_LANG"],
