@@ -183,6 +183,8 @@ GUARDS: dict[str, dict[str, list[object]]] = {
                Attr("llmlab.models.gpt2:GPT2_SMALL", "n_heads", 12)],
         "600": [Default(f"{MH}:run_why_multihead", "steps", 600),
                 Assert("assert settings == (24, 600, 3e-3, 64, 2000)")],
+        # exercise 5 trains half as long
+        "300": [Assert("assert result.steps == 300")],
         "64": [Default(f"{MH}:run_why_multihead", "batch_size", 64)],
         "32": [Default(f"{MH}:run_residual_ablation", "d_model", 32),
                Default(f"{MH}:run_residual_ablation", "batch_size", 32),
