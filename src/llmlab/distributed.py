@@ -686,6 +686,20 @@ def train_rank(
                              max_grad_norm=max_grad_norm, seed=seed, strategy=strategy)
 
 
+def _check_batch_share(batch_size: object, world_size: object) -> None:
+    """Positive ints, ``batch_size`` a multiple of ``world_size`` (an equal share each).
+
+    Raises:
+        TypeError, ValueError: As :func:`llmlab.checks.check_int`; ``ValueError``
+            if ``world_size`` does not divide ``batch_size``.
+    """
+    check_int("world_size", world_size)
+    check_int("batch_size", batch_size)
+    if batch_size % world_size:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
+                         f"({world_size}): every rank takes an equal share")
+
+
 def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
                      world_size: int, steps: int, batch_size: int,
                      context_length: int | None, lr: float, weight_decay: float,
@@ -696,10 +710,7 @@ def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
         raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
     check_int("world_size", world_size)
     check_int("steps", steps)
-    check_int("batch_size", batch_size)
-    if batch_size % world_size:
-        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
-                         f"({world_size}): every rank takes an equal share")
+    _check_batch_share(batch_size, world_size)
     context_length = config.context_length if context_length is None else context_length
     _check_training(config, train_data, steps=steps, batch_size=batch_size,
                     context_length=context_length, lr=lr, weight_decay=weight_decay,

@@ -70,6 +70,10 @@ class Call:
     name: str
     kwargs: dict[str, Any]
 
+    def function(self) -> Any:
+        """The experiment the entry calls (imports its module)."""
+        return _function(self.module, self.name)
+
 
 def _parse_call(page: str, text: str) -> Call:
     try:
@@ -118,7 +122,7 @@ def _function(module: str, name: str) -> Any:
 def _plan(call: Call) -> list[dict[str, Any]]:
     """The cached calls ``call`` makes, parts first, with what scheduling needs."""
     jobs = []
-    for fn, kwargs in cache.plan(_function(call.module, call.name), **call.kwargs):
+    for fn, kwargs in cache.plan(call.function(), **call.kwargs):
         if not hasattr(fn, "uncached"):
             raise ValueError(f"{call.text} (page {call.page}) is not a @cached experiment")
         jobs.append({"module": fn.__module__, "name": fn.__name__, "kwargs": kwargs,
@@ -300,11 +304,13 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
         for job in jobs:
             if not (folder / f"{job['key']}.pkl").exists():
                 todo.setdefault(job["key"], job)
-    for call, jobs in zip(calls, planned):  # each job: the first page that shows it
+    ranks: dict[str, tuple[str, str]] = {}  # each job: the first page that shows it
+    for call, jobs in zip(calls, planned):
         for job in jobs:
-            if job["key"] in todo:
-                todo[job["key"]]["rank"] = min(render_rank(call.page),
-                                               todo[job["key"]].get("rank", render_rank(call.page)))
+            ranks[job["key"]] = min(ranks.get(job["key"], render_rank(call.page)),
+                                    render_rank(call.page))
+    for key, job in todo.items():
+        job["rank"] = ranks[key]
     deps = dependencies(planned)
     if examples is not None:
         jobs, parts = notebook_jobs(calls, planned, examples)

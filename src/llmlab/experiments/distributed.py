@@ -60,6 +60,7 @@ from llmlab.compute import (
 from llmlab.distributed import (
     AllReduceTimer,
     RankTrainResult,
+    _check_batch_share,
     all_reduce_seconds,
     launch,
     train_rank,
@@ -665,10 +666,7 @@ def _check_parallel(world_size: object, steps: object, batch_size: object,
     """The arguments of the launches, checked before any process starts."""
     check_int("world_size", world_size)
     check_int("steps", steps)
-    check_int("batch_size", batch_size)
-    if batch_size % world_size:
-        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
-                         f"({world_size}): every rank takes an equal share")
+    _check_batch_share(batch_size, world_size)  # the launcher's own check, before any launch
     check_int("seed", seed, minimum=0)
 
 

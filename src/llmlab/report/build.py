@@ -5,7 +5,6 @@ Taught on: every lecture ("Computation on this page").
 
 from __future__ import annotations
 
-import importlib
 import os
 import platform
 from pathlib import Path
@@ -42,9 +41,8 @@ def computation_table(page: str) -> Localized:
     rows, every = [], {}
     calls = [c for c in load_manifest(manifest) if c.page == page]
     for call in calls:
-        function = getattr(importlib.import_module(call.module), call.name)
         seconds: float | None = 0.0
-        for fn, kwargs in cache.plan(function, **call.kwargs):
+        for fn, kwargs in cache.plan(call.function(), **call.kwargs):
             key = cache.cache_key(fn, **kwargs)
             if key not in every:
                 every[key] = cache.stored_seconds(fn, **kwargs)
