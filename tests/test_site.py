@@ -244,6 +244,33 @@ def test_chinese_line_joining_leaves_verbatim_text_alone(build_hook) -> None:
         "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
 
 
+def test_code_spans_of_names_and_spaces_are_unwrapped(build_hook) -> None:
+    code = ('<pre><span></span><code><span class="kn">import</span><span class="w"> </span>'
+            '<span class="nn">torch</span>\n<span class="n">x</span><span class="o">=</span>'
+            '<span class="mi">1</span></code></pre>')
+    html = f'<p><span class="n">kept</span></p>{code}<script>"<span class="n">s</span>"</script>'
+    assert build_hook.plain_tokens(html) == (
+        '<p><span class="n">kept</span></p><pre><span></span><code><span class="kn">import'
+        '</span> <span class="nn">torch</span>\nx<span class="o">=</span><span class="mi">1'
+        '</span></code></pre><script>"<span class="n">s</span>"</script>')
+
+
+def test_built_code_blocks_keep_their_text_without_name_spans(built_site) -> None:
+    """Fewer elements for the browser; the same text to read and to copy."""
+    blocks = 0
+    for page in _html_files(built_site.site_dir):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for code in soup.select("div.highlight pre code"):
+            blocks += 1
+            spans = code.select("span.n, span.w")
+            assert not spans, f"{page}: {spans[0]}"
+    assert blocks > 100
+    soup = BeautifulSoup(built_site.html("lectures/attention-from-scratch/index.html"),
+                         "html.parser")
+    text = soup.select_one("article div.highlight pre code").get_text()
+    assert "import torch\n" in text, text[:200]
+
+
 def test_heading_anchors_keep_chinese(built_site) -> None:
     soup = BeautifulSoup(built_site.html("index.html"), "html.parser")
     ids = [h.get("id", "") for h in soup.select("article h2")]
