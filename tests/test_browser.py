@@ -219,6 +219,7 @@ def _all_pages() -> list[str]:
 
 
 PAGES = _all_pages()
+DOM_BUDGET = 7500
 
 
 def _check_page(w: Watched, rel: str) -> None:
@@ -239,6 +240,10 @@ def _check_page(w: Watched, rel: str) -> None:
     cjk = [bool(re.search(r"[\u4e00-\u9fff]", a)) for a in alts]
     want_zh = not rel.startswith("en/")
     assert all(c == want_zh for c in cjk), f"{rel}: alt texts in the other language: {alts}"
+    # a budget of elements (Lighthouse's "DOM size"): every one is styled and laid
+    # out on a phone before the page responds; the longest lecture has about 6,800
+    elements = page.evaluate("document.querySelectorAll('*').length")
+    assert elements <= DOM_BUDGET, f"{rel}: {elements} elements, over {DOM_BUDGET}"
     # every formula typeset at build time (MathML), none left as TeX
     untypeset = page.evaluate("[...document.querySelectorAll('.arithmatex')]"
                               ".map(e => e.textContent.slice(0, 40))")
