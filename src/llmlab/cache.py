@@ -41,7 +41,7 @@ import os
 import pickle
 import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -166,13 +166,19 @@ def dependency_files(module: str) -> list[Path]:
     is kept per module until a file of the package changes (size or time):
     reading the imports of every call's modules again costs more than the call.
     """
+    return _files_of([module])
+
+
+def _files_of(modules: Iterable[str]) -> list[Path]:
+    """:func:`dependency_files` of several modules together (the package read once)."""
     stamp = _package_stamp()
-    kept = _DEPENDENCIES.get(module)
-    if kept is not None and kept[0] == stamp:
-        return list(kept[1])
-    files = _dependency_files(module)
-    _DEPENDENCIES[module] = (stamp, files)
-    return list(files)
+    files: set[Path] = set()
+    for module in modules:
+        kept = _DEPENDENCIES.get(module)
+        if kept is None or kept[0] != stamp:
+            kept = _DEPENDENCIES[module] = (stamp, _dependency_files(module))
+        files.update(kept[1])
+    return sorted(files)
 
 
 def _dependency_files(module: str) -> list[Path]:
@@ -236,10 +242,7 @@ def snippet_hash(code: str) -> str:
         return source_hash()
     if "import_module" in code or "__import__" in code:
         return source_hash()
-    files: set[Path] = set()
-    for module in _llmlab_imports(tree, ""):
-        files.update(dependency_files(module))
-    return _digest_files(sorted(files))
+    return _digest_files(_files_of(_llmlab_imports(tree, "")))
 
 
 def machine_fingerprint() -> list[str]:
