@@ -361,13 +361,19 @@ def _figure_files(html: str, page: Any) -> str:
 # name as the code around it, and a space not at all. Unwrapped, a lecture page has
 # about a quarter fewer elements for the browser to lay out, and looks the same.
 _PLAIN_TOKEN = re.compile(r'<span class="(?:n|w)">([^<]*)</span>')
+_HIGHLIGHT = re.compile(r'(<div class="[^"]*\bhighlight\b[^"]*")'
+                        r'(>(?:<span class="filename">[^<]*</span>)?\s*<pre\b.*?</pre>)', re.S)
 
 
-def plain_tokens(html: str) -> str:
-    """Code blocks without the spans of names and spaces (text and colours unchanged)."""
-    parts = _VERBATIM.split(html)  # text, element, tag name, text, ...
-    return "".join(_PLAIN_TOKEN.sub(r"\1", part) if part[:4].lower() == "<pre" else part
-                   for i, part in enumerate(parts) if i % 3 != 2)
+def code_blocks(html: str) -> str:
+    """Code blocks with fewer elements (text and colours unchanged), each with its
+    number of lines (``--llmlab-lines``): the stylesheet lays out a block only
+    once it scrolls into view, and reserves its height until then."""
+    def block(match: re.Match[str]) -> str:
+        pre = _PLAIN_TOKEN.sub(r"\1", match.group(2))
+        return f'{match.group(1)} style="--llmlab-lines: {pre.count(chr(10))}"{pre}'
+
+    return _HIGHLIGHT.sub(block, html)
 
 
 _MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
@@ -391,7 +397,7 @@ def _mathml(html: str) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    return _figure_files(_mathml(plain_tokens(join_cjk_lines(html))), page)
+    return _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')

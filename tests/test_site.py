@@ -244,31 +244,42 @@ def test_chinese_line_joining_leaves_verbatim_text_alone(build_hook) -> None:
         "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
 
 
-def test_code_spans_of_names_and_spaces_are_unwrapped(build_hook) -> None:
+def test_code_blocks_lose_name_and_space_spans_and_count_their_lines(build_hook) -> None:
     code = ('<pre><span></span><code><span class="kn">import</span><span class="w"> </span>'
             '<span class="nn">torch</span>\n<span class="n">x</span><span class="o">=</span>'
-            '<span class="mi">1</span></code></pre>')
-    html = f'<p><span class="n">kept</span></p>{code}<script>"<span class="n">s</span>"</script>'
-    assert build_hook.plain_tokens(html) == (
-        '<p><span class="n">kept</span></p><pre><span></span><code><span class="kn">import'
-        '</span> <span class="nn">torch</span>\nx<span class="o">=</span><span class="mi">1'
-        '</span></code></pre><script>"<span class="n">s</span>"</script>')
+            '<span class="mi">1</span>\n</code></pre>')
+    html = (f'<p><span class="n">kept</span></p><div class="language-python highlight">{code}'
+            '</div><pre><span class="n">not a highlighted block</span></pre>'
+            '<div class="highlight"><span class="filename">f.py</span><pre><code>'
+            '<span class="n">y</span>\n</code></pre></div>')
+    assert build_hook.code_blocks(html) == (
+        '<p><span class="n">kept</span></p><div class="language-python highlight" '
+        'style="--llmlab-lines: 2"><pre><span></span><code><span class="kn">import</span> '
+        '<span class="nn">torch</span>\nx<span class="o">=</span><span class="mi">1</span>\n'
+        '</code></pre></div><pre><span class="n">not a highlighted block</span></pre>'
+        '<div class="highlight" style="--llmlab-lines: 1"><span class="filename">f.py</span>'
+        '<pre><code>y\n</code></pre></div>')
 
 
 def test_built_code_blocks_keep_their_text_without_name_spans(built_site) -> None:
-    """Fewer elements for the browser; the same text to read and to copy."""
+    """Fewer elements for the browser; the same text to read and to copy; a line count."""
     blocks = 0
     for page in _html_files(built_site.site_dir):
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        for code in soup.select("div.highlight pre code"):
+        for div in soup.select("div.highlight"):
             blocks += 1
+            code = div.select_one("pre code")
             spans = code.select("span.n, span.w")
             assert not spans, f"{page}: {spans[0]}"
+            # the height the stylesheet keeps for it until it is laid out
+            lines = code.get_text().count("\n")
+            assert div.get("style") == f"--llmlab-lines: {lines}", (page, div.get("style"))
     assert blocks > 100
     soup = BeautifulSoup(built_site.html("lectures/attention-from-scratch/index.html"),
                          "html.parser")
     text = soup.select_one("article div.highlight pre code").get_text()
-    assert "import torch\n" in text, text[:200]
+    source = (DOCS / "zh" / "lectures" / "attention-from-scratch.md").read_text("utf-8")
+    assert len(text) > 100 and text in source, text[:200]  # the page's code, as written
 
 
 def test_heading_anchors_keep_chinese(built_site) -> None:
