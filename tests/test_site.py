@@ -422,7 +422,9 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "src" / "llmlab", src / "llmlab",
                     ignore=shutil.ignore_patterns("__pycache__"))
     block = ('```python exec="on"\nimport llmlab\n'
-             'print(f"version-{llmlab.__version__}-end")\n```\n')
+             'print(f"version-{llmlab.__version__}-end")\n```\n\n'
+             '```python exec="on" id="machine-dependent-compute-test"\nimport time\n'
+             'print(f"run-{time.time_ns()}-end")\n```\n')
     config = write_mini_site(
         tmp_path, {"zh/index.md": "# 首页\n\n第一版。\n\n" + block, "en/index.md": GOOD_EN + block},
         watch=[str(tmp_path / "docs"), str(src / "llmlab")],
@@ -441,16 +443,24 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{port}/"
         import llmlab
 
-        _wait_for(url, f"version-{llmlab.__version__}-end", 120)
+        def run_stamp(html: str) -> str:
+            return re.search(r"run-\d+-end", html).group(0)
+
+        first = run_stamp(_wait_for(url, f"version-{llmlab.__version__}-end", 120))
         init = src / "llmlab" / "__init__.py"
         init.write_text(init.read_text(encoding="utf-8").replace(
             f'__version__ = "{llmlab.__version__}"', '__version__ = "9.9.9-live"'), encoding="utf-8")
-        _wait_for(url, "version-9.9.9-live-end", 120)
+        live = run_stamp(_wait_for(url, "version-9.9.9-live-end", 120))
         _wait_for(url + "en/", "version-9.9.9-live-end", 30)
+        assert live != first  # new source, new precompute: a report on the build runs again
         page = tmp_path / "docs" / "zh" / "index.md"
-        page.write_text(page.read_text(encoding="utf-8").replace("第一版", "第二版"),
-                        encoding="utf-8")
-        _wait_for(url, "第二版", 120)
+        shown = []
+        for old, new in (("第一版", "第二版"), ("第二版", "第三版")):
+            page.write_text(page.read_text(encoding="utf-8").replace(old, new),
+                            encoding="utf-8")
+            shown.append(run_stamp(_wait_for(url, new, 120)))
+        # prose edits, the same precompute: the report is the one this precompute got
+        assert shown[0] == shown[1]
     finally:
         server.terminate()
         try:
