@@ -1,0 +1,39 @@
+"""benchmarks/lighthouse.py: several audits of a page make one row of medians."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "lighthouse.py"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("benchmark_lighthouse", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(perf: int, tbt: int, lcp: float, failing: list[str]) -> dict:
+    return {"performance": perf, "accessibility": 100, "best-practices": 100, "seo": 100,
+            "kib": 390, "dom": 6757, "tbt_ms": tbt, "lcp_s": lcp, "failing": failing}
+
+
+def test_median_row_of_three_audits() -> None:
+    bench = _benchmark()
+    runs = [_run(95, 250, 1.36, ["dom-size"]), _run(72, 700, 3.7, ["lcp"]),
+            _run(91, 380, 1.4, ["mainthread-work-breakdown"])]
+    row = bench.median_result(runs)
+    # the outlier (a simulated LCP of 3.7 s) moves none of the medians
+    assert (row["performance"], row["tbt_ms"], row["lcp_s"]) == (91, 380, 1.4)
+    assert row["performance_range"] == [72, 95] and row["runs"] == 3
+    assert row["failing"] == ["mainthread-work-breakdown"]  # the median run's
+    assert bench.median_result(runs[:1])["failing"] == ["dom-size"]
+
+
+def test_median_row_needs_a_run() -> None:
+    with pytest.raises(ValueError, match="at least one run"):
+        _benchmark().median_result([])
