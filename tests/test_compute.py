@@ -256,6 +256,8 @@ def test_matmul_rate_is_positive():
     (lambda: count_flops("model", 1, 4), TypeError, "model"),
     (lambda: count_llama_flops(SMALL, 1, 8, layers_counted=3), ValueError,
      "layers_counted"),
+    (lambda: count_llama_flops(SMALL, 1, 8, layers_counted=2.0), TypeError,
+     "layers_counted must be an int, got float"),
     (lambda: count_llama_flops({"d_model": 4}, 1), TypeError, "config"),
     (lambda: flops_per_token(-1), ValueError, "n_parameters"),
     (lambda: training_state_bytes(10, "fp16"), ValueError, "precision"),

@@ -292,7 +292,7 @@ def count_llama_flops(
     check_int("batch_size", batch_size)
     context_length = config.context_length if context_length is None else context_length
     check_int("context_length", context_length)
-    if layers_counted not in (None, 2):
+    if layers_counted is not None and check_int("layers_counted", layers_counted) != 2:
         raise ValueError(f"layers_counted must be None or 2, got {layers_counted!r}")
     if context_length > config.context_length:
         config = dataclasses.replace(config, context_length=context_length)
