@@ -104,7 +104,8 @@ def _start_precompute(config: Any) -> None:
         return
     command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
                "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
-    STATE["process"] = STATE["ran"] = subprocess.Popen(command, cwd=docs.parent)
+    STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
+    STATE["ran"] = True  # this build runs precompute
     if os.name == "posix":
         os.environ.update(LLMLAB_CACHE_MISS="wait",
                           LLMLAB_PRECOMPUTE_PID=str(STATE["process"].pid))
@@ -202,7 +203,7 @@ def _execute(code: str, name: str) -> str:
 
 
 def _store_block(key: str, code: str, block_id: str) -> None:
-    """Execute a block into MEMO[key] (and the disk store, unless it reports on this build)."""
+    """Execute a block into MEMO[key] (and the disk store, unless it reports on the precompute run)."""
     from llmlab import cache
 
     before = len(cache.RUN_LOG)
@@ -373,7 +374,8 @@ def code_blocks(html: str) -> str:
     once it scrolls into view, and reserves its height until then."""
     def block(match: re.Match[str]) -> str:
         pre = _PLAIN_TOKEN.sub(r"\1", match.group(2))
-        return f'{match.group(1)} style="--llmlab-lines: {pre.count(chr(10))}"{pre}'
+        lines = pre.count("\n")
+        return f'{match.group(1)} style="--llmlab-lines: {lines}"{pre}'
 
     return _HIGHLIGHT.sub(block, html)
 

@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "lighthouse.py"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("benchmark_lighthouse", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_benchmark
 
 
 def _run(perf: int, tbt: int, lcp: float, failing: list[str]) -> dict:
@@ -23,7 +12,7 @@ def _run(perf: int, tbt: int, lcp: float, failing: list[str]) -> dict:
 
 
 def test_median_row_of_three_audits() -> None:
-    bench = _benchmark()
+    bench = load_benchmark("lighthouse")
     runs = [_run(95, 250, 1.36, ["dom-size"]), _run(72, 700, 3.7, ["lcp"]),
             _run(91, 380, 1.4, ["mainthread-work-breakdown"])]
     row = bench.median_result(runs)
@@ -36,4 +25,4 @@ def test_median_row_of_three_audits() -> None:
 
 def test_median_row_needs_a_run() -> None:
     with pytest.raises(ValueError, match="at least one run"):
-        _benchmark().median_result([])
+        load_benchmark("lighthouse").median_result([])

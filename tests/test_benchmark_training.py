@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
+from conftest import load_benchmark
 
 from llmlab.experiments import training as exp
 from llmlab.models.llama import TransformerLM
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "training.py"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("benchmark_training", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_reference_model_computes_the_same_function():
-    bench = _benchmark()
+    bench = load_benchmark("training")
     torch.manual_seed(0)
     ours = TransformerLM(50, 16, 32, 2, 4, 64)
     ref = bench.TorchReferenceLM(50, 16, 32, 2, 4, 64).load_from(ours)
@@ -30,7 +19,7 @@ def test_reference_model_computes_the_same_function():
 
 
 def test_ours_vs_torch_reports_each_repetition():
-    bench = _benchmark()
+    bench = load_benchmark("training")
     settings = exp.TinyLMSettings(context_length=16, d_model=16, d_ff=32, batch_size=2)
     seen = []
     ours, theirs = bench.time_ours_vs_torch(2, 2, settings,
