@@ -3,7 +3,9 @@
 DDP's gradients equal one process's gradients of the whole batch, FSDP holds half of
 everything per rank and computes what DDP does, a failing or hanging rank stops the
 launch with a clear error and leaves no process behind, and
-``examples/train_ddp.py`` runs under ``torchrun`` on 1 and 2 processes.
+``examples/train_ddp.py`` runs under ``torchrun`` on 1 and 2 processes and as a
+plain script. The tests that set up a process group do it in child processes, never
+in pytest's own.
 """
 
 from __future__ import annotations
@@ -221,9 +223,8 @@ def test_the_comm_hook_averages_like_ddp_and_times_each_bucket():
 # --------------------------------------------------------------------------
 # one process, and torchrun
 # --------------------------------------------------------------------------
-def test_init_distributed_without_torchrun_is_a_group_of_one(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        monkeypatch.delenv(name, raising=False)
+def _group_of_one() -> None:
+    """``init_distributed`` without torchrun, in the process that calls it (a child)."""
     with pytest.raises(RuntimeError, match="no process group"):
         wrap_ddp(nn.Linear(2, 2))
     info = init_distributed("gloo", timeout=30)
@@ -236,26 +237,54 @@ def test_init_distributed_without_torchrun_is_a_group_of_one(monkeypatch):
             shard_fsdp(nn.Sequential())
         model = wrap_ddp(nn.Linear(2, 2))
         model(torch.ones(1, 2)).sum().backward()  # one rank: nothing to average
+        del model  # DDP's reducer goes before the process group it uses
     finally:
         dist.destroy_process_group()
+    print("group of one: ok", flush=True)
 
 
-def _torchrun(nproc: int) -> subprocess.CompletedProcess[str]:
+def _child_env() -> dict[str, str]:
+    """This environment with ``src`` importable, one thread and no torchrun variables."""
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT / "src"),
                                            os.environ.get("PYTHONPATH", "")]))
-    torchrun = Path(sys.executable).with_name("torchrun")
-    command = [str(torchrun)] if torchrun.exists() else [
-        sys.executable, "-m", "torch.distributed.run"]
-    return subprocess.run(
-        [*command, "--standalone", f"--nproc_per_node={nproc}",
-         str(ROOT / "examples" / "train_ddp.py"), "--steps", "3"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                 "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return env
 
 
-@pytest.mark.parametrize("nproc", [1, 2])
-def test_torchrun_runs_the_example(nproc):
-    proc = _torchrun(nproc)
+def test_init_distributed_without_torchrun_is_a_group_of_one():
+    # In a child process, not in pytest's: a process group here would outlive a
+    # failed assertion, and a collective or a teardown that never returns would stop
+    # the whole test run (a CI run once stopped in this test until its time ran out).
+    # The child prints every thread's stack and exits if it is still running at 90 s.
+    code = ("import faulthandler; faulthandler.dump_traceback_later(90, exit=True); "
+            "import test_distributed; test_distributed._group_of_one()")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests",
+                          env=_child_env(), capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "group of one: ok" in proc.stdout
+
+
+def _run_example(launcher: str, nproc: int) -> subprocess.CompletedProcess[str]:
+    """``examples/train_ddp.py --steps 3`` under torchrun, or as a plain script."""
+    script = [str(ROOT / "examples" / "train_ddp.py"), "--steps", "3"]
+    if launcher == "python":
+        command = [sys.executable, *script]
+    else:
+        torchrun = Path(sys.executable).with_name("torchrun")
+        command = [str(torchrun)] if torchrun.exists() else [
+            sys.executable, "-m", "torch.distributed.run"]
+        command += ["--standalone", f"--nproc_per_node={nproc}", *script]
+    return subprocess.run(command, cwd=ROOT, env=_child_env(), capture_output=True,
+                          text=True, timeout=180)
+
+
+@pytest.mark.parametrize("launcher, nproc", [("torchrun", 1), ("torchrun", 2),
+                                             ("python", 1)])
+def test_the_example_runs_under_torchrun_and_alone(launcher, nproc):
+    proc = _run_example(launcher, nproc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for rank in range(nproc):
         assert f"rank {rank}/{nproc} (gloo, cpu)" in proc.stdout
