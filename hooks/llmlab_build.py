@@ -27,6 +27,9 @@
    only the root sitemap and points those links at translations, so the sitemap
    is copied and the head links point at the language roots (full addresses, as
    hreflang wants). Material's search dialog gets an accessible name.
+7. Search indexes a copy of each page without the tags inside code and formulas
+   (the same index, from a third of the tags); a page unchanged since the last
+   build is not processed again.
 """
 
 from __future__ import annotations
@@ -59,14 +62,10 @@ LANGUAGES = ("zh", "en")
 ALWAYS_RUN = "machine-dependent-compute-"  # blocks that report on the precompute run
 MEMO: dict[str, dict[str, Any]] = {}  # block key -> {"output", "runs"}, across rebuilds
 HTML: dict[str, Any] = {}  # formatter key -> HTML, across rebuilds
+PAGES: dict[str, Any] = {}  # page key -> (search copy, HTML, figures), across rebuilds
 HASHES: dict[tuple[str, str], str] = {}  # (llmlab source, code) -> the code's snippet hash
 STATE: dict[str, Any] = {}  # this build
 _TMP: list[Any] = []  # the cache folder of LLMLAB_CACHE=0 builds, removed at exit
-
-
-def _language(config: Any) -> str:
-    """The language being built: static-i18n sets the theme's for each one."""
-    return config.theme.get("language") or LANGUAGES[0]
 
 
 def _sha(*parts: Any) -> str:
@@ -149,6 +148,7 @@ def on_pre_build(config: Any) -> None:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
     STATE.clear()
     STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={}, ahead=set(),
+                 content={}, pages=set(),
                  started=time.perf_counter())
     _start_precompute(config)
     from importlib.metadata import version
@@ -218,14 +218,10 @@ def _store_block(key: str, code: str, block_id: str) -> None:
 
 
 def _run_ahead(code: str, block_id: str) -> None:
-    """Run a block just run for the first language for the other languages, now.
-
-    Both languages' pages hold the same blocks (a test checks it). The other
-    language's pages render only once the first language's are done, by which
-    time precompute has finished and a core is idle; run here, while pages may
-    still wait for precompute, their blocks cost the build less. A block that
-    fails here is left to fail again on its own page.
-    """
+    """Run a block just run for the first language for the others (their pages hold
+    the same blocks: a test checks it) now, while pages may still wait for
+    precompute, not once it is done and a core is idle. A block that fails here
+    is left to fail again on its own page."""
     here = os.environ["LLMLAB_LANG"]
     if here != LANGUAGES[0] or os.environ.get("LLMLAB_BUILD_EN", "true").lower() == "false":
         return
@@ -335,14 +331,9 @@ _SVG_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"')
 
 
 def _figure_files(html: str, page: Any) -> str:
-    """Figures as files of their own (``assets/figures/<digest>.svg``).
-
-    Embedded as data URIs, a page's figures were most of its bytes: every reader
-    downloaded all of them before the text, and Material's search indexer parsed
-    them on every build. Each ``<img>`` gets the figure's size (no layout shift
-    when it arrives); all but the page's first load lazily (the first may be what
-    the reader sees first).
-    """
+    """Figures as files (``assets/figures/<digest>.svg``), not data URIs that every
+    reader downloads before the text: each ``<img>`` with its size (no layout shift),
+    all but the page's first loading lazily (the first may be what the reader sees)."""
     up = "../" * len([part for part in page.url.split("/") if part])
     seen = []
 
@@ -400,8 +391,57 @@ def _mathml(html: str) -> str:
     return _MATH.sub(typeset, html)
 
 
+_CODE_OR_MATH = re.compile(r"(<pre\b[^>]*>(?:<span></span>)?)?(<(code|math)\b[^>]*>)(.*?)"
+                           r"(</\3>)", re.S)
+_TAGS = re.compile(r"((?:<[^>]*>)+)")
+
+
+def _text_of(inner: str, verbatim: bool) -> str:
+    """``inner`` without its tags, but a void ``<wbr>`` (which search drops) between
+    text nodes that the search parser reads apart: it turns a node of spaces into
+    one space outside ``<pre>``, and drops one that follows another."""
+    from html import unescape
+
+    texts = _TAGS.split(inner)[::2]
+    blank = [bool(t) and unescape(t).isspace() for t in texts]
+    cuts = [(a and b) if verbatim else (a or b) for a, b in zip(blank, blank[1:])]
+    return texts[0] + "".join(("<wbr>" if cut else "") + t for cut, t in zip(cuts, texts[1:]))
+
+
+def search_copy(html: str) -> str:
+    """``html`` without the tags inside ``<code>`` and ``<math>``: Material's search
+    parses each page in pure Python, and those tags are about 70 % of the site's
+    (Pygments' spans, MathML's). It keeps only the text and a few tags, none from
+    inside those, so the copy indexes the same (a test checks every page)."""
+    return _CODE_OR_MATH.sub(
+        lambda m: (m[1] or "") + m[2] + _text_of(m[4], bool(m[1])) + m[5], html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    return _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)
+    key = _sha(page.url, html)
+    if key not in PAGES:  # a page unchanged since the last build is not done again
+        figures, STATE["figures"] = STATE["figures"], {}
+        try:
+            full = _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)
+            PAGES[key] = (search_copy(full), full, STATE["figures"])
+        finally:
+            STATE["figures"] = figures
+    STATE["figures"].update(PAGES[key][2])
+    STATE["pages"].add(key)
+    # search reads page.content (on_page_context); on_post_page puts the full one back
+    STATE["content"][page.file.abs_dest_path] = PAGES[key][:2]
+    return PAGES[key][0]
+
+
+def _full_content(output: str, page: Any) -> str:
+    light, full = STATE["content"].pop(page.file.abs_dest_path, ("", ""))
+    if light == full:
+        return output
+    if page.content != light or output.count(light) != 1:
+        raise PluginError(f"{page.file.src_uri}: the page's HTML does not hold its "
+                          "content once, as on_page_content left it: the full code "
+                          "blocks and formulas cannot go back in place of search's copy")
+    return output.replace(light, full, 1)
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
@@ -420,9 +460,10 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
         href = base + ("" if language == LANGUAGES[0] else f"{language}/")
         return f'<link rel="alternate" href="{href}" hreflang="{language}">'
 
+    output = _full_content(output, page)
     head, sep, body = output.partition("</head>")
-    # Material's search dialog has no accessible name
-    name = _SEARCH_NAME.get(_language(config), "Search")
+    # Material's search dialog has no accessible name (static-i18n sets the language)
+    name = _SEARCH_NAME.get(config.theme.get("language") or LANGUAGES[0], "Search")
     body = body.replace(_SEARCH_DIALOG, f'{_SEARCH_DIALOG} aria-label="{name}"', 1)
     return _HEAD_ALTERNATE.sub(root, head) + sep + body
 
@@ -443,6 +484,8 @@ def on_post_build(config: Any) -> None:
     if STATE["depth"]:
         return
     _check_manifest()
+    for key in set(PAGES) - STATE["pages"]:  # what no page of this build was
+        del PAGES[key]
     site = Path(config.site_dir)
     (site / "assets" / "figures").mkdir(parents=True, exist_ok=True)
     for name, svg in STATE["figures"].items():

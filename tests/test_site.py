@@ -282,6 +282,77 @@ def test_built_code_blocks_keep_their_text_without_name_spans(built_site) -> Non
     assert len(text) > 100 and text in source, text[:200]  # the page's code, as written
 
 
+def _search_sections(html: str) -> list[tuple[str, str, str]]:
+    """What Material's search indexer reads of ``html``: each section's id, title, text."""
+    from material.plugins.search.plugin import Parser
+
+    parser = Parser()
+    parser.feed(html)
+    parser.close()
+    return [(section.id, "".join(section.title), "".join(section.text))
+            for section in parser.data]
+
+
+def test_search_copy_indexes_as_the_page_with_fewer_tags(build_hook) -> None:
+    html = ('<h2 id="a">A <code>x<span class="o">+</span>1</code></h2>'
+            '<p>U(<math><mi>a</mi><mo>,</mo><mtext>&#160;</mtext><mi>b</mi></math>) and '
+            '<math><mi>x</mi><mspace width="0.2em"></mspace><mtext> </mtext>'
+            '<mtext> </mtext><mi>y</mi></math></p>'
+            '<div class="highlight"><pre><span></span><code><span class="k">for</span> '
+            '<span class="p">(</span><span class="p">)</span>\n<span class="w"> </span>'
+            '<span class="c1"># c</span><span class="w">  </span>\n</code></pre></div>'
+            '<pre><code><span>  </span><span> </span>x<span> </span></code></pre> tail ')
+    copy = build_hook.search_copy(html)
+    assert _search_sections(copy) == _search_sections(html)
+    inside = copy.replace("<pre><span></span><code>", "<pre><code>")  # Pygments' own
+    assert "<span" not in inside and "<mi>" not in inside, copy
+    assert build_hook.search_copy("<p>no code</p>") == "<p>no code</p>"
+
+
+def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
+    from types import SimpleNamespace
+
+    from mkdocs.exceptions import PluginError
+
+    full = '<p>a</p><pre><code><span class="k">for</span></code></pre>'
+    light = build_hook.search_copy(full)
+    page = SimpleNamespace(content=light, file=SimpleNamespace(
+        abs_dest_path="/site/x/index.html", src_uri="zh/x.md"))
+    build_hook.STATE["content"] = {page.file.abs_dest_path: (light, full)}
+    assert build_hook._full_content(f"<html>{light}</html>", page) == f"<html>{full}</html>"
+    for output in ("<html>a theme that changed the content</html>",
+                   f"<html>{light}{light}</html>"):
+        build_hook.STATE["content"] = {page.file.abs_dest_path: (light, full)}
+        with pytest.raises(PluginError, match="zh/x.md"):
+            build_hook._full_content(output, page)
+
+
+def test_the_search_index_and_the_pages_get_what_they_should(built_site) -> None:
+    """Search parses a copy of each page without the tags inside code and formulas
+    (hooks/llmlab_build.py); it must index what the page says, and the page keep
+    its highlighting and its MathML."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hook", ROOT / "hooks" / "llmlab_build.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    pages = 0
+    for page in _html_files(built_site.site_dir):
+        html = page.read_text(encoding="utf-8")
+        start, end = html.find("<article"), html.find("</article>")
+        if start < 0:
+            continue
+        article = html[start:end]
+        pages += 1
+        assert _search_sections(hook.search_copy(article)) == _search_sections(article), page
+    assert pages > 20
+    lecture = built_site.html("lectures/attention-from-scratch/index.html")
+    assert '<code><span class="kn">import</span>' in lecture and "<mi>" in lecture
+    index = json.loads((built_site.site_dir / "search" / "search_index.json").read_text())
+    docs = " ".join(d["text"] for d in index["docs"])
+    assert "import torch" in docs and "<span" not in docs
+
+
 def test_heading_anchors_keep_chinese(built_site) -> None:
     soup = BeautifulSoup(built_site.html("index.html"), "html.parser")
     ids = [h.get("id", "") for h in soup.select("article h2")]
