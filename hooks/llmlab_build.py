@@ -439,7 +439,8 @@ def _full_content(output: str, page: Any) -> str:
         return output
     if page.content != light or output.count(light) != 1:
         raise PluginError(f"{page.file.src_uri}: the page's HTML does not hold its "
-                          "content once, as on_page_content left it: the full code "
+                          "content once, as on_page_content left it (a data-search-* "
+                          "attribute, which Material's search removes?): the full code "
                           "blocks and formulas cannot go back in place of search's copy")
     return output.replace(light, full, 1)
 

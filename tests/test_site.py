@@ -327,7 +327,7 @@ def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
             build_hook._full_content(output, page)
 
 
-def test_the_search_index_and_the_pages_get_what_they_should(built_site) -> None:
+def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(built_site) -> None:
     """Search parses a copy of each page without the tags inside code and formulas
     (hooks/llmlab_build.py); it must index what the page says, and the page keep
     its highlighting and its MathML."""
