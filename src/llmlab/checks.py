@@ -165,6 +165,13 @@ def check_path(name: str, value: object) -> str | os.PathLike:
     return value
 
 
+def _with_article(word: str) -> str:
+    """``word`` after its indefinite article, as it sounds: "an int", "a list",
+    "an AdamWCheckResult", "a OneLayerAttention" (a U is read "you": "a UnitTest")."""
+    vowel = word[:1].lower() in "aeio" and not word.lower().startswith("one")
+    return f"{'an' if vowel else 'a'} {word}"
+
+
 def check_type(
     name: str,
     value: object,
@@ -188,7 +195,7 @@ def check_type(
     if not isinstance(value, types):
         if expected is None:
             classes = types if isinstance(types, tuple) else (types,)
-            expected = " or ".join(f"a {c.__name__}" for c in classes)
+            expected = " or ".join(_with_article(c.__name__) for c in classes)
         message = f"{name} must be {expected}, got {type(value).__name__}"
         raise TypeError(message + (f"; {hint}" if hint else ""))
     return value
