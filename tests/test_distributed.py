@@ -3,13 +3,14 @@
 DDP's gradients equal one process's gradients of the whole batch, FSDP holds half of
 everything per rank and computes what DDP does, a failing or hanging rank stops the
 launch with a clear error and leaves no process behind, and
-``examples/train_ddp.py`` runs under ``torchrun`` on 1 and 2 processes and as a
-plain script. The tests that set up a process group do it in child processes, never
-in pytest's own.
+``examples/train_ddp.py`` runs under ``torchrun`` on 2 processes and as a plain
+script (one process). The tests that set up a process group do it in child
+processes, never in pytest's own.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -225,6 +226,11 @@ def test_the_comm_hook_averages_like_ddp_and_times_each_bucket():
 # --------------------------------------------------------------------------
 def _group_of_one() -> None:
     """``init_distributed`` without torchrun, in the process that calls it (a child)."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(90, exit=True)  # every thread's stack, then exit
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        os.environ.pop(name, None)
     with pytest.raises(RuntimeError, match="no process group"):
         wrap_ddp(nn.Linear(2, 2))
     info = init_distributed("gloo", timeout=30)
@@ -240,7 +246,21 @@ def _group_of_one() -> None:
         del model  # DDP's reducer goes before the process group it uses
     finally:
         dist.destroy_process_group()
-    print("group of one: ok", flush=True)
+
+
+def test_init_distributed_without_torchrun_is_a_group_of_one():
+    # In a child process, not in pytest's: a process group here would outlive a
+    # failed assertion, and a collective or a teardown that never returns would stop
+    # the whole test run (a CI run once stopped in this test until its time ran out).
+    # The child comes from the fork server that launch() uses (torch imported once).
+    child = multiprocessing.get_context("forkserver").Process(target=_group_of_one)
+    child.start()
+    child.join(timeout=150)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the group of one did not finish within 150 s (its stack: stderr)")
+    assert child.exitcode == 0, "the child failed: its traceback is on stderr"
 
 
 def _child_env() -> dict[str, str]:
@@ -252,19 +272,6 @@ def _child_env() -> dict[str, str]:
                  "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     return env
-
-
-def test_init_distributed_without_torchrun_is_a_group_of_one():
-    # In a child process, not in pytest's: a process group here would outlive a
-    # failed assertion, and a collective or a teardown that never returns would stop
-    # the whole test run (a CI run once stopped in this test until its time ran out).
-    # The child prints every thread's stack and exits if it is still running at 90 s.
-    code = ("import faulthandler; faulthandler.dump_traceback_later(90, exit=True); "
-            "import test_distributed; test_distributed._group_of_one()")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests",
-                          env=_child_env(), capture_output=True, text=True, timeout=150)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "group of one: ok" in proc.stdout
 
 
 def _run_example(launcher: str, nproc: int) -> subprocess.CompletedProcess[str]:
@@ -281,8 +288,7 @@ def _run_example(launcher: str, nproc: int) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=180)
 
 
-@pytest.mark.parametrize("launcher, nproc", [("torchrun", 1), ("torchrun", 2),
-                                             ("python", 1)])
+@pytest.mark.parametrize("launcher, nproc", [("torchrun", 2), ("python", 1)])
 def test_the_example_runs_under_torchrun_and_alone(launcher, nproc):
     proc = _run_example(launcher, nproc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
