@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
 
 
 def load_benchmark(name: str):
@@ -27,7 +28,6 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
 
 
 def build_env(**extra: str) -> dict[str, str]:

@@ -46,6 +46,8 @@ CONFIG = LlamaConfig(vocab_size=64, context_length=16, d_model=32, num_layers=2,
                      num_heads=2, d_ff=64)
 DATA = np.random.default_rng(0).integers(0, CONFIG.vocab_size, 4096).astype(np.int64)
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                      "MASTER_ADDR", "MASTER_PORT")  # what makes a process a torchrun rank
 
 
 # --------------------------------------------------------------------------
@@ -229,7 +231,7 @@ def _group_of_one() -> None:
     import faulthandler
 
     faulthandler.dump_traceback_later(90, exit=True)  # every thread's stack, then exit
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+    for name in TORCHRUN_VARIABLES:
         os.environ.pop(name, None)
     with pytest.raises(RuntimeError, match="no process group"):
         wrap_ddp(nn.Linear(2, 2))
@@ -268,8 +270,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT / "src"),
                                            os.environ.get("PYTHONPATH", "")]))
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                 "MASTER_ADDR", "MASTER_PORT"):
+    for name in TORCHRUN_VARIABLES:
         env.pop(name, None)
     return env
 

@@ -327,15 +327,11 @@ def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
             build_hook._full_content(output, page)
 
 
-def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(built_site) -> None:
+def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
+        built_site, build_hook) -> None:
     """Search parses a copy of each page without the tags inside code and formulas
     (hooks/llmlab_build.py); it must index what the page says, and the page keep
     its highlighting and its MathML."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("hook", ROOT / "hooks" / "llmlab_build.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
     pages = 0
     for page in _html_files(built_site.site_dir):
         html = page.read_text(encoding="utf-8")
@@ -344,7 +340,7 @@ def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(built_si
             continue
         article = html[start:end]
         pages += 1
-        assert _search_sections(hook.search_copy(article)) == _search_sections(article), page
+        assert _search_sections(build_hook.search_copy(article)) == _search_sections(article), page
     assert pages > 20
     lecture = built_site.html("lectures/attention-from-scratch/index.html")
     assert '<code><span class="kn">import</span>' in lecture and "<mi>" in lecture
