@@ -373,3 +373,27 @@ def test_each_diagram_in_a_figure_only_block(lang: str, page: str) -> None:
         block = found[0]
         assert block.executed and block.attrs.get("html") == "on"
         assert "source" not in block.attrs, f"{lang}/{page}: {call}: the figure only, no source"
+
+
+def test_a_figure_is_a_block_of_html_even_right_after_a_table() -> None:
+    """Printed on the line after a table, a figure is a paragraph of its own, not a
+    row of the table; and Markdown keeps that paragraph whole, as a block of HTML,
+    where it would scan an inline ``<img>``'s data URI with every inline pattern
+    (what made the notebook pages slow to convert). Notebook figures too."""
+    import markdown
+    import nbformat
+
+    from llmlab import precompute
+    from llmlab.report import table
+
+    fig = causal_mask(2)
+    rows = table(["a", "b"], [(1, 2)]).render("en").rstrip("\n")
+    notebook = precompute._output_markdown(nbformat.v4.new_output(
+        "display_data", data={"image/svg+xml": fig.make("en")}), "en")
+    for text in (f"{rows}\n{fig.render('en')}\n", notebook):
+        md = markdown.Markdown(extensions=["tables"])
+        html = md.convert(text)
+        assert "<td><img" not in html
+        kept = "".join(md.htmlStash.rawHtmlBlocks).strip()
+        assert re.fullmatch(r'<p><img class="llmlab-figure"[^>]*></p>', kept), kept[:200]
+        assert html.endswith(kept)

@@ -124,7 +124,7 @@ def test_compression_figure_in_both_languages(results) -> None:
     fig = rt.compression_figure(results["corpus"])
     assert fig.alt is not None and _CJK.search(fig.alt.zh) and not _CJK.search(fig.alt.en)
     zh, en = fig.render("zh"), fig.render("en")
-    assert zh.startswith('<img class="llmlab-figure"') and en.startswith("<img")
+    assert zh.startswith('<p><img class="llmlab-figure"') and en.startswith("<p><img")
     digest = re.compile(r'data-digest="([0-9a-f]+)"')
     assert digest.search(zh).group(1) == digest.search(en).group(1)  # same data
 

@@ -35,7 +35,7 @@ def _check_figure(obj: Localized) -> None:
     for lang in ("zh", "en"):
         svg = obj.make(lang)
         assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-        assert obj.render(lang).startswith('<img class="llmlab-figure"')
+        assert obj.render(lang).startswith('<p><img class="llmlab-figure"')
 
 
 @pytest.fixture(scope="module")

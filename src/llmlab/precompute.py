@@ -349,8 +349,10 @@ def _output_markdown(output: Any, lang: str) -> str:
         alt = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
         svg = base64.b64encode((own or data["image/svg+xml"]).encode()).decode()
         mark = f' data-digest="{html.escape(meta["digest"])}"' if meta.get("digest") else ""
-        return (f'<img class="llmlab-figure" alt="{html.escape(alt)}"{mark} '
-                f'src="data:image/svg+xml;base64,{svg}">')
+        # in a <p> of its own: Markdown keeps a block of HTML as it is, where it
+        # would scan an inline <img>'s data URI with every inline pattern (7x slower)
+        return (f'<p><img class="llmlab-figure" alt="{html.escape(alt)}"{mark} '
+                f'src="data:image/svg+xml;base64,{svg}"></p>')
     if "text/markdown" in data:
         return own or data["text/markdown"]
     if "text/html" in data:

@@ -133,11 +133,16 @@ class Localized:
         self.make, self.alt, self.digest = make, alt, digest
 
     def render(self, lang: str | None = None) -> str:
-        """Markdown, or for a figure an ``<img>`` tag, in ``lang``."""
+        """Markdown, or for a figure an ``<img>`` tag in a paragraph, in ``lang``.
+
+        The paragraph makes the figure a block of HTML, which Markdown keeps as it
+        is: an inline ``<img>``'s data URI would be scanned by every inline
+        pattern, and after a table it would become one of the table's rows.
+        """
         lang = language(lang)
         if self.alt is None:
             return self.make(lang)
-        return img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)
+        return f"<p>{img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)}</p>"
 
     def __str__(self) -> str:
         return self.render()
