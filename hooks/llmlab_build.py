@@ -27,9 +27,9 @@
    only the root sitemap and points those links at translations, so the sitemap
    is copied and the head links point at the language roots (full addresses, as
    hreflang wants). Material's search dialog gets an accessible name.
-7. Search indexes a copy of each page without the tags inside code and formulas
-   (the same index, from a third of the tags); a page unchanged since the last
-   build is not processed again.
+7. Search indexes a copy of each page with only the tags it keeps inside code,
+   formulas, paragraphs and tables (the same index, from a sixth of the tags); a
+   page unchanged since the last build is not processed again.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import base64
 import functools
 import hashlib
 import io
+import itertools
 import json
 import linecache
 import os
@@ -393,28 +394,48 @@ def _mathml(html: str) -> str:
 
 _CODE_OR_MATH = re.compile(r"(<pre\b[^>]*>(?:<span></span>)?)?(<(code|math)\b[^>]*>)(.*?)"
                            r"(</\3>)", re.S)
-_TAGS = re.compile(r"((?:<[^>]*>)+)")
+_PARAGRAPH_OR_TABLE = re.compile(r"(<(p|table)\b[^>]*>)(.*?)(</\2>)", re.S)
+_KEPT = re.compile(r"</?(?:p|code|pre|li|ol|ul|sub|sup)\b")  # the tags search keeps
 
 
-def _text_of(inner: str, verbatim: bool) -> str:
-    """``inner`` without its tags, but a void ``<wbr>`` (which search drops) between
-    text nodes that the search parser reads apart: it turns a node of spaces into
-    one space outside ``<pre>``, and drops one that follows another."""
+def _text_run(texts: list[str], verbatim: bool) -> str:
+    """Text nodes as search reads them. In ``<pre>`` it keeps them as they are;
+    elsewhere a node of spaces is one space, or none after another, so the nodes
+    become one, but for a leading or trailing run of spaces (whether search keeps
+    it depends on the text around): a node of its own, apart from the rest by a
+    void ``<wbr>``, which search drops."""
     from html import unescape
 
-    texts = _TAGS.split(inner)[::2]
-    blank = [bool(t) and unescape(t).isspace() for t in texts]
-    cuts = [(a and b) if verbatim else (a or b) for a, b in zip(blank, blank[1:])]
-    return texts[0] + "".join(("<wbr>" if cut else "") + t for cut, t in zip(cuts, texts[1:]))
+    texts = [t for t in texts if t]
+    blank = [unescape(t).isspace() for t in texts]
+    if verbatim or all(blank):
+        return "".join(texts)
+    first, end = blank.index(False), len(blank) - blank[::-1].index(False)
+    middle = "".join(" " if space else "".join(t for t, _ in run)
+                     for space, run in itertools.groupby(zip(texts[first:end], blank[first:end]),
+                                                         key=lambda pair: pair[1]))
+    return " <wbr>" * (first > 0) + middle + "<wbr> " * (end < len(texts))
+
+
+def _flatten(inner: str, verbatim: bool = False) -> str:
+    """``inner`` with only the tags search keeps, and the text it reads unchanged."""
+    parts, out = re.split(r"(<[^>]*>)", inner), []
+    start = 0
+    for i in range(1, len(parts), 2):
+        if _KEPT.match(parts[i]):
+            out += [_text_run(parts[start:i:2], verbatim), parts[i]]
+            start = i + 1
+    return "".join(out) + _text_run(parts[start::2], verbatim)
 
 
 def search_copy(html: str) -> str:
-    """``html`` without the tags inside ``<code>`` and ``<math>``: Material's search
-    parses each page in pure Python, and those tags are about 70 % of the site's
-    (Pygments' spans, MathML's). It keeps only the text and a few tags, none from
-    inside those, so the copy indexes the same (a test checks every page)."""
-    return _CODE_OR_MATH.sub(
-        lambda m: (m[1] or "") + m[2] + _text_of(m[4], bool(m[1])) + m[5], html)
+    """``html`` with only the tags Material's search keeps inside code, formulas,
+    paragraphs and tables: it parses each page in pure Python, and the others
+    (Pygments' spans, MathML's, table cells) are most of the site's. It keeps only
+    the text and those tags, so the copy indexes the same (a test checks every page)."""
+    html = _CODE_OR_MATH.sub(lambda m: (m[1] or "") + m[2] + _flatten(m[4], bool(m[1])) + m[5],
+                             html)
+    return _PARAGRAPH_OR_TABLE.sub(lambda m: m[1] + _flatten(m[3]) + m[4], html)
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001

@@ -301,11 +301,12 @@ def test_search_copy_indexes_as_the_page_with_fewer_tags(build_hook) -> None:
             '<div class="highlight"><pre><span></span><code><span class="k">for</span> '
             '<span class="p">(</span><span class="p">)</span>\n<span class="w"> </span>'
             '<span class="c1"># c</span><span class="w">  </span>\n</code></pre></div>'
-            '<pre><code><span>  </span><span> </span>x<span> </span></code></pre> tail ')
+            '<pre><code><span>  </span><span> </span>x<span> </span></code></pre> tail '
+            '<p>a</p> <table>\n<tr><td>x</td><td> <em>y</em>  </td></tr>\n</table> <p>z</p>')
     copy = build_hook.search_copy(html)
     assert _search_sections(copy) == _search_sections(html)
     inside = copy.replace("<pre><span></span><code>", "<pre><code>")  # Pygments' own
-    assert "<span" not in inside and "<mi>" not in inside, copy
+    assert "<span" not in inside and "<mi>" not in inside and "<td>" not in copy, copy
     assert build_hook.search_copy("<p>no code</p>") == "<p>no code</p>"
 
 
@@ -329,9 +330,9 @@ def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
 
 def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
         built_site, build_hook) -> None:
-    """Search parses a copy of each page without the tags inside code and formulas
-    (hooks/llmlab_build.py); it must index what the page says, and the page keep
-    its highlighting and its MathML."""
+    """Search parses a copy of each page with only the tags it keeps inside code,
+    formulas, paragraphs and tables (hooks/llmlab_build.py); it must index what
+    the page says, and the page keep its highlighting, MathML and tables."""
     pages = 0
     for page in _html_files(built_site.site_dir):
         html = page.read_text(encoding="utf-8")
@@ -344,6 +345,7 @@ def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
     assert pages > 20
     lecture = built_site.html("lectures/attention-from-scratch/index.html")
     assert '<code><span class="kn">import</span>' in lecture and "<mi>" in lecture
+    assert "</td>" in lecture  # tables keep their cells
     index = json.loads((built_site.site_dir / "search" / "search_index.json").read_text())
     docs = " ".join(d["text"] for d in index["docs"])
     assert "import torch" in docs and "<span" not in docs
