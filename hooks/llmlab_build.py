@@ -1,32 +1,27 @@
 """MkDocs hook: the site's build glue, through documented seams only.
 
-1. Experiments and notebooks are computed by the plain program
-   ``python -m llmlab.precompute`` (started here in ``on_pre_build`` when its
-   inputs changed, in a process of its own, while the pages render). Pages read
-   results from the content-addressed cache (``LLMLAB_CACHE_MISS``: wait for
-   precompute, never compute): a call that the manifest ``docs/experiments.toml``
-   does not list fails the build, and so does a page that calls what the
-   manifest lists for another page.
-2. markdown-exec has no cache and runs each page once per language. Its python
-   fence gets our formatter instead: markdown-exec's documented ``base_format``
-   with a ``run`` that keeps each block's output (in memory and on disk), keyed
-   by its code, the page's language, the ``llmlab`` source it imports and the
-   versions, and keeps the HTML made of it, so a build where nothing changed,
-   or a ``serve`` rebuild after a prose edit, runs no block. Blocks run with
-   ``LLMLAB_LANG`` set to the page's language (``llmlab.report`` renders in it);
-   a block run for a Chinese page runs for its English twin right after.
-3. Notebook pages are stub pages (``docs/<lang>/notebooks/<name>.md``, rendered
-   after the lectures) that include, with ``pymdownx.snippets``, the Markdown
-   precompute wrote for that language; their ``.ipynb`` and ``.py`` downloads
-   are copied next to them.
-4. Browsers other than Firefox show a line break between two Chinese
-   characters as a space: such breaks are dropped from each page's HTML.
-5. Figures (data URIs in what blocks print) are written to files of their own.
-6. Material's language selector reads ``sitemap.xml`` in each language folder
-   and fetches one next to every ``<link rel="alternate">``: static-i18n writes
-   only the root sitemap and points those links at translations, so the sitemap
-   is copied and the head links point at the language roots (full addresses, as
-   hreflang wants). Material's search dialog gets an accessible name.
+1. ``python -m llmlab.precompute`` computes the experiments and notebooks (started
+   in ``on_pre_build`` when its inputs changed, in its own process, while pages
+   render). Pages read results from the content-addressed cache and never compute
+   (``LLMLAB_CACHE_MISS``); a call that ``docs/experiments.toml`` does not list
+   under the page fails the build.
+2. markdown-exec has no cache and runs each page once per language: its python
+   fence gets markdown-exec's documented ``base_format`` with our ``run``, which
+   keeps each block's output (in memory and on disk; keyed by its code, the
+   page's language, the ``llmlab`` source it imports, the versions) and the HTML
+   made of it, so an unchanged build or a prose edit under ``serve`` runs no
+   block. A block runs with ``LLMLAB_LANG`` set to its page's language, and for
+   the English twin right after the Chinese page.
+3. Notebook pages are stubs that include (``pymdownx.snippets``) the Markdown
+   precompute wrote per language; their downloads are copied next to them.
+4. Line breaks between two Chinese characters are dropped (browsers other than
+   Firefox show them as spaces).
+5. Figures (data URIs in what blocks print) become files of their own.
+6. Material's language selector reads ``sitemap.xml`` in each language folder and
+   next to every ``<link rel="alternate">``; static-i18n writes only the root one
+   and points those links at translations: the sitemap is copied, the links point
+   at the language roots (full addresses, as hreflang wants). The search dialog
+   gets an accessible name.
 7. Search indexes a copy of each page with only the tags it keeps inside code,
    formulas, paragraphs and tables (the same index, from a sixth of the tags); a
    page unchanged since the last build is not processed again.
@@ -149,8 +144,7 @@ def on_pre_build(config: Any) -> None:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
     STATE.clear()
     STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={}, ahead=set(),
-                 content={}, pages=set(),
-                 started=time.perf_counter())
+                 content={}, pages=set(), started=time.perf_counter())
     _start_precompute(config)
     from importlib.metadata import version
 
