@@ -15,8 +15,8 @@ largest contentful paint, and the audits that cost points. Scores move between
 runs on a shared machine (a page's performance by 20 points and more, when its
 simulated LCP jumps from about 1.4 s to 3.5 s): ``--runs N`` audits each page N
 times and prints the medians, and ``--against OTHER`` audits a second build of
-the site too, alternating the two page by page, so that a before/after comparison
-is made side by side.
+the site too, alternating the two page by page (and which goes first, run by run),
+so that a before/after comparison is made side by side.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ def _pages(site: Path) -> list[str]:
     pages = []
     for index in sorted(site.rglob("index.html")):
         rel = index.parent.relative_to(site).as_posix()
-        if rel.split("/")[0] in {"assets", "search", "en"} and rel != "en":
+        if rel.split("/")[0] in {"assets", "search", "en"}:
             continue
         pages.append("" if rel == "." else rel + "/")
-    return pages + [f"en/{p}" for p in pages if p != "en/"]
+    return pages + [f"en/{p}" for p in pages]  # "en/" is the English home page
 
 
 def _audit(binary: Path, url: str, out: Path) -> dict:
@@ -169,8 +169,9 @@ def main() -> None:
               f"{'TBT':>6}{'LCP':>6}  failing audits", flush=True)
         for page in args.pages or _pages(site):
             runs: dict[str, list[dict]] = {name: [] for name in sites}
-            for _ in range(args.runs):
-                for name, root in sites.items():  # alternately: side by side in time
+            for run in range(args.runs):
+                # alternately, side by side in time, and each site first every other run
+                for name, root in list(sites.items())[::1 if run % 2 == 0 else -1]:
                     _Sites.root = str(root)
                     runs[name].append(_audit(binary, base + page, tmp / "report.json"))
             for name in sites:

@@ -1,4 +1,4 @@
-"""benchmarks/lighthouse.py: several audits of a page make one row of medians."""
+"""benchmarks/lighthouse.py: the pages it audits; several audits make one row of medians."""
 
 from __future__ import annotations
 
@@ -26,3 +26,13 @@ def test_median_row_of_three_audits() -> None:
 def test_median_row_needs_a_run() -> None:
     with pytest.raises(ValueError, match="at least one run"):
         load_benchmark("lighthouse").median_result([])
+
+
+def test_every_page_is_audited_once_in_each_language(tmp_path) -> None:
+    for rel in ("", "lectures/a", "notebooks/b", "en", "en/lectures/a", "en/notebooks/b",
+                "assets/x", "search"):
+        (tmp_path / rel).mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel / "index.html").write_text("<html></html>", encoding="utf-8")
+    pages = load_benchmark("lighthouse")._pages(tmp_path)
+    assert pages == ["", "lectures/a/", "notebooks/b/",
+                     "en/", "en/lectures/a/", "en/notebooks/b/"]
