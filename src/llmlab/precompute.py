@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import ast
-import base64
 import copy
 import hashlib
-import html
 import importlib
 import json
 import multiprocessing
@@ -347,12 +345,9 @@ def _output_markdown(output: Any, lang: str) -> str:
     if "image/svg+xml" in data:
         alt = meta.get("alt", {})
         alt = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
-        svg = base64.b64encode((own or data["image/svg+xml"]).encode()).decode()
-        mark = f' data-digest="{html.escape(meta["digest"])}"' if meta.get("digest") else ""
-        # in a <p> of its own: Markdown keeps a block of HTML as it is, where it
-        # would scan an inline <img>'s data URI with every inline pattern (7x slower)
-        return (f'<p><img class="llmlab-figure" alt="{html.escape(alt)}"{mark} '
-                f'src="data:image/svg+xml;base64,{svg}"></p>')
+        from llmlab.report import img_tag
+
+        return img_tag(own or data["image/svg+xml"], alt, digest=meta.get("digest") or None)
     if "text/markdown" in data:
         return own or data["text/markdown"]
     if "text/html" in data:

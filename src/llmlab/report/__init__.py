@@ -133,16 +133,11 @@ class Localized:
         self.make, self.alt, self.digest = make, alt, digest
 
     def render(self, lang: str | None = None) -> str:
-        """Markdown, or for a figure an ``<img>`` tag in a paragraph, in ``lang``.
-
-        The paragraph makes the figure a block of HTML, which Markdown keeps as it
-        is: an inline ``<img>``'s data URI would be scanned by every inline
-        pattern, and after a table it would become one of the table's rows.
-        """
+        """Markdown, or for a figure its :func:`img_tag`, in ``lang``."""
         lang = language(lang)
         if self.alt is None:
             return self.make(lang)
-        return f"<p>{img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)}</p>"
+        return img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)
 
     def __str__(self) -> str:
         return self.render()
@@ -293,7 +288,10 @@ def svg_from_figure(fig: Any) -> str:
 
 
 def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = None) -> str:
-    """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request).
+    """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request),
+    in a paragraph of its own: a block of HTML, which Markdown keeps as it is (an
+    inline ``<img>``'s data URI would be scanned by every inline pattern, and on
+    the line after a table it would become one of the table's rows).
 
     ``digest`` (a hash of the figure's data, the same in every language) is kept
     in ``data-digest``, so the two languages' pages can be checked to plot the
@@ -308,8 +306,8 @@ def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = N
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     style = f' style="width:{html.escape(width)}"' if width else ""
     mark = f' data-digest="{html.escape(digest)}"' if digest else ""
-    return (f'<img class="llmlab-figure" alt="{html.escape(text(alt))}"{style}{mark} '
-            f'src="data:image/svg+xml;base64,{data}">')
+    return (f'<p><img class="llmlab-figure" alt="{html.escape(text(alt))}"{style}{mark} '
+            f'src="data:image/svg+xml;base64,{data}"></p>')
 
 
 def _draw(lang: str, width: float, height: float, draw: Callable[[Any, Any], None]) -> str:
