@@ -102,8 +102,10 @@ def _start_precompute(config: Any) -> None:
     STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
     STATE["ran"] = True  # this build runs precompute
     if os.name == "posix":
-        os.environ.update(LLMLAB_CACHE_MISS="wait",
-                          LLMLAB_PRECOMPUTE_PID=str(STATE["process"].pid))
+        from llmlab.cache import wait_for
+
+        wait_for(STATE["process"])
+        os.environ["LLMLAB_CACHE_MISS"] = "wait"
     else:
         _precompute_report()
 

@@ -63,6 +63,7 @@ __all__ = [
     "snippet_hash",
     "stored_seconds",
     "source_hash",
+    "wait_for",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,6 +99,7 @@ RUN_LOG: list[RunRecord] = []
 """Every call of a cached experiment in this process, in order."""
 
 _MEMORY: dict[str, tuple[Any, float]] = {}
+_PRECOMPUTE: list[Any] = []  # see wait_for
 
 
 # --------------------------------------------------------------------------
@@ -375,35 +377,22 @@ def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs: it exists and (on Linux) is not a zombie.
-
-    The build starts precompute as its own child and reaps it only at the end,
-    so a precompute that has exited stays a zombie until then: it exists, but
-    will store nothing more.
-    """
-    try:
-        os.kill(pid, 0)  # POSIX: signal 0 only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:  # no /proc (macOS): existing is all we can tell
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # the state follows "(name)"
+def wait_for(process: Any) -> None:
+    """Let a miss under ``LLMLAB_CACHE_MISS=wait`` wait while ``process`` (the build's
+    ``python -m llmlab.precompute``, a :class:`subprocess.Popen`) runs; ``None``: none does."""
+    _PRECOMPUTE[:] = [process] if process is not None else []
 
 
 def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:
     """A result is missing: ``LLMLAB_CACHE_MISS`` says whether this process computes it.
 
     Unset: it does. ``error``: raise :class:`NotPrecomputedError`. ``wait``: while
-    the process ``LLMLAB_PRECOMPUTE_PID`` (``python -m llmlab.precompute``) runs,
-    wait for it to store the result at ``path``; raise if it ends first.
+    the process given to :func:`wait_for` runs, wait for it to store the result at
+    ``path``; raise if it ends first.
     """
     policy = os.environ.get("LLMLAB_CACHE_MISS", "").strip().lower()
     if policy == "wait" and path is not None:
-        pid = int(os.environ["LLMLAB_PRECOMPUTE_PID"])
-        while not path.exists() and _running(pid):
+        while not path.exists() and _PRECOMPUTE and _PRECOMPUTE[0].poll() is None:
             time.sleep(0.05)
         if path.exists():
             return
