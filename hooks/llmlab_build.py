@@ -72,14 +72,12 @@ def _sha(*parts: Any) -> str:
 # 1. precompute
 # --------------------------------------------------------------------------
 def _cache_dir() -> Path:
-    flag = os.environ.get("LLMLAB_CACHE", "1").strip().lower()
-    if flag in {"0", "off", "false", "no"} and not _TMP:  # nothing kept after this run
-        _TMP.append(tempfile.TemporaryDirectory(prefix="llmlab-build-"))
-        os.environ["LLMLAB_CACHE_DIR"] = _TMP[0].name
-    os.environ.setdefault("LLMLAB_CACHE_DIR", str(ROOT / ".cache" / "llmlab"))
-    os.environ["LLMLAB_CACHE_DIR"] = str(Path(os.environ["LLMLAB_CACHE_DIR"]).resolve())
-    os.environ.pop("LLMLAB_CACHE", None)
-    return Path(os.environ["LLMLAB_CACHE_DIR"])
+    if os.environ.pop("LLMLAB_CACHE", "1").strip().lower() in {"0", "off", "false", "no"}:
+        _TMP.append(tempfile.TemporaryDirectory(prefix="llmlab-build-"))  # nothing kept
+        os.environ["LLMLAB_CACHE_DIR"] = _TMP[-1].name
+    path = Path(os.environ.get("LLMLAB_CACHE_DIR") or ROOT / ".cache" / "llmlab").resolve()
+    os.environ["LLMLAB_CACHE_DIR"] = str(path)
+    return path
 
 
 def _start_precompute(config: Any) -> None:
