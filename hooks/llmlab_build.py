@@ -249,12 +249,13 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
         _run_ahead(code, id or "")
     STATE["ahead"].discard(key)
     entry = MEMO[key]
+    if "digests" not in entry:  # of what it printed, and of the numbers in it: once
+        entry["digests"] = [_sha(entry["output"])[:16], _sha(_numbers(entry["output"]))[:16]]
     STATE["runs"].setdefault(STATE["page"], []).extend(entry["runs"])
     STATE["blocks"].append({"page": STATE["page"], "language": os.environ["LLMLAB_LANG"],
                             "id": id or None, "key": key[:16], "source": source,
                             "seconds": time.perf_counter() - start,
-                            "output": _sha(entry["output"])[:16],
-                            "numbers": _sha(_numbers(entry["output"]))[:16]})
+                            "output": entry["digests"][0], "numbers": entry["digests"][1]})
     return entry["output"]
 
 
@@ -433,7 +434,7 @@ def search_copy(html: str) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
-    key = _sha(page.url, html)
+    key = hashlib.sha256(f"{page.url}\n{html}".encode()).hexdigest()
     if key not in PAGES:  # a page unchanged since the last build is not done again
         figures, STATE["figures"] = STATE["figures"], {}
         try:
