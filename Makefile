@@ -45,9 +45,10 @@ browser-deps:
 test: setup browser-deps
 	$(BIN)/pytest
 
-# Everything but the slow site build and the browser.
+# Everything but the slow site build and the browser, on every core (pytest-xdist).
+# Not for `make test`: the site build asserts timings, which other tests would disturb.
 test-fast: setup
-	$(BIN)/pytest -m "not site and not browser"
+	$(BIN)/pytest -m "not site and not browser" -n auto
 
 bench: setup
 	$(BIN)/python benchmarks/build.py
