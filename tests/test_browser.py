@@ -181,6 +181,26 @@ def test_formulas_are_mathml_typeset_at_build_time(watched) -> None:
     w.check_clean()
 
 
+COPY = 'button[data-md-type="copy"], button.md-clipboard'  # Material's copy button
+
+
+def test_code_blocks_are_set_up_once_they_come_into_view(watched) -> None:
+    """``content.lazy`` (mkdocs.yml): Material sets up a code block (its copy button,
+    a measure of its width) only once it scrolls into view, not every block of a long
+    page while it loads. If the flag stopped taking effect, every block of the page
+    would have its button at once."""
+    w = watched()
+    w.goto("lectures/tokenization/")
+    blocks = w.page.locator("article div.highlight >> visible=true")  # not in a folded solution
+    blocks.first.scroll_into_view_if_needed()
+    blocks.first.locator(COPY).first.wait_for(timeout=15_000)  # Material's script has run
+    last = blocks.nth(blocks.count() - 1)
+    assert last.locator(COPY).count() == 0, "a block far below the fold already has its button"
+    last.scroll_into_view_if_needed()
+    last.locator(COPY).first.wait_for(timeout=15_000)
+    w.check_clean()
+
+
 def test_copy_button_copies_the_block(watched) -> None:
     w = watched(permissions=["clipboard-read", "clipboard-write"])
     w.goto("")
@@ -188,7 +208,7 @@ def test_copy_button_copies_the_block(watched) -> None:
     code = re.search(r'```python exec="on" source="above"[^\n]*\n(.*?)```', source, re.S)[1]
     block = w.page.locator("article .highlight").first
     block.hover()
-    block.locator('button[data-md-type="copy"], button.md-clipboard').first.click()
+    block.locator(COPY).first.click()
     copied = w.page.evaluate("navigator.clipboard.readText()")
     assert copied.strip() == code.strip()  # exactly the code written in the page
     assert "from llmlab.provenance import build_info" in copied
@@ -298,14 +318,14 @@ def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
     blocks = [textwrap.dedent(code) for _, code in found]
     assert blocks
     w.goto(rel)
-    buttons = w.page.locator('article button[data-md-type="copy"], article button.md-clipboard')
-    buttons.first.wait_for(timeout=15_000)  # Material adds them once its script has run
     w.page.evaluate("document.querySelectorAll('article details')"
                     ".forEach(d => { d.open = true; })")  # folded solutions
-    copied = []
-    for i in range(buttons.count()):
-        buttons.nth(i).scroll_into_view_if_needed()
-        buttons.nth(i).click()
+    highlighted, copied = w.page.locator("article div.highlight"), []
+    for i in range(highlighted.count()):
+        highlighted.nth(i).scroll_into_view_if_needed()  # content.lazy: set up once in view
+        button = highlighted.nth(i).locator(COPY).first
+        button.wait_for(timeout=15_000)
+        button.click()
         copied.append(w.page.evaluate("navigator.clipboard.readText()").strip())
     for code in blocks:
         assert code.strip() in copied, code[:200]
