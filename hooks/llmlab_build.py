@@ -444,21 +444,20 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # no
             STATE["figures"] = figures
     STATE["figures"].update(PAGES[key][2])
     STATE["pages"].add(key)
-    # search reads page.content (on_page_context); on_post_page puts the full one back
+    # Material's search reads page.content (on_page_context); ours puts the full one back
     STATE["content"][page.file.abs_dest_path] = PAGES[key][:2]
     return PAGES[key][0]
 
 
-def _full_content(output: str, page: Any) -> str:
-    light, full = STATE["content"].pop(page.file.abs_dest_path, ("", ""))
-    if light == full:
-        return output
-    if page.content != light or output.count(light) != 1:
-        raise PluginError(f"{page.file.src_uri}: the page's HTML does not hold its "
-                          "content once, as on_page_content left it (a data-search-* "
-                          "attribute, which Material's search removes?): the full code "
-                          "blocks and formulas cannot go back in place of search's copy")
-    return output.replace(light, full, 1)
+@event_priority(-100)  # after Material's search (priority 0) has indexed the copy
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:  # noqa: ARG001
+    light, full = STATE["content"].pop(page.file.abs_dest_path)
+    if page.content != light:  # search removes data-search-* attributes from it
+        raise PluginError(f"{page.file.src_uri}: its content changed after on_page_content "
+                          "(a data-search-* attribute?): its full code blocks and "
+                          "formulas cannot go back in place of search's copy")
+    page.content = full
+    return context
 
 
 _HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
@@ -477,7 +476,6 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
         href = base + ("" if language == LANGUAGES[0] else f"{language}/")
         return f'<link rel="alternate" href="{href}" hreflang="{language}">'
 
-    output = _full_content(output, page)
     head, sep, body = output.partition("</head>")
     # Material's search dialog has no accessible name (static-i18n sets the language)
     name = _SEARCH_NAME.get(config.theme.get("language") or LANGUAGES[0], "Search")

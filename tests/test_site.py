@@ -311,21 +311,24 @@ def test_search_copy_indexes_as_the_page_with_fewer_tags(build_hook) -> None:
 
 
 def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
+    """Search reads the copy (on_page_content); the template gets the full content
+    back (on_page_context, after search's), unless something changed the copy."""
     from types import SimpleNamespace
 
     from mkdocs.exceptions import PluginError
 
     full = '<p>a</p><pre><code><span class="k">for</span></code></pre>'
     light = build_hook.search_copy(full)
+    assert light != full
     page = SimpleNamespace(content=light, file=SimpleNamespace(
         abs_dest_path="/site/x/index.html", src_uri="zh/x.md"))
     build_hook.STATE["content"] = {page.file.abs_dest_path: (light, full)}
-    assert build_hook._full_content(f"<html>{light}</html>", page) == f"<html>{full}</html>"
-    for output in ("<html>a theme that changed the content</html>",
-                   f"<html>{light}{light}</html>"):
-        build_hook.STATE["content"] = {page.file.abs_dest_path: (light, full)}
-        with pytest.raises(PluginError, match="zh/x.md"):
-            build_hook._full_content(output, page)
+    assert build_hook.on_page_context({"k": 1}, page=page, config=None, nav=None) == {"k": 1}
+    assert page.content == full
+    page.content = light.replace("<p>", '<p class="changed">')
+    build_hook.STATE["content"] = {page.file.abs_dest_path: (light, full)}
+    with pytest.raises(PluginError, match="zh/x.md"):
+        build_hook.on_page_context({}, page=page, config=None, nav=None)
 
 
 def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
