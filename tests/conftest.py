@@ -145,8 +145,9 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
                     watch: list[str] | None = None, manifest: str = "") -> Path:
     """Write ``pages`` (paths under docs/, e.g. ``zh/index.md``), notebooks and a config.
 
-    The config is the project's mkdocs.yml with its docs_dir, nav and hooks
-    pointed at this folder, so every plugin and hook is the real one.
+    The config is the project's mkdocs.yml with its docs_dir and nav pointed at this
+    folder, its hook and theme overrides at the project's, so every plugin and hook
+    is the real one.
     ``manifest`` is the site's ``docs/experiments.toml``; each notebook gets its
     stub page in both languages, as the real site's do.
     """
@@ -169,6 +170,7 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
     (docs / "assets").symlink_to(ROOT / "docs" / "assets", target_is_directory=True)
     text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     text = text.replace("docs_dir: docs", f"docs_dir: {docs}")
+    text = text.replace("custom_dir: overrides", f"custom_dir: {ROOT / 'overrides'}")
     text = text.replace("  - hooks/llmlab_build.py", f"  - {ROOT / 'hooks' / 'llmlab_build.py'}")
     text = re.sub(r"\nwatch:\n(  - .*\n)+", "\nwatch:\n" + "".join(
         f"  - {w}\n" for w in (watch or [str(docs)])), text)

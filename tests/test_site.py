@@ -446,7 +446,11 @@ def test_missing_translation_fails_the_build(tmp_path: Path) -> None:
         "\nnav:\n  - index.md\n", "\nnav:\n  - index.md\n  - only-zh.md\n")
     config.write_text(text, encoding="utf-8")
     proc = run_mkdocs_build(config, tmp_path / "site", build_env(LLMLAB_CACHE="0"), timeout=300)
-    assert proc.returncode != 0, (proc.stdout + proc.stderr)[-2000:]
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log[-2000:]
+    # the English build misses the page (not any other failure, such as a bad config)
+    assert "'only-zh.md' is included in the 'nav' configuration, which is not found" in log, (
+        log[-2000:])
 
 
 def test_pages_show_only_what_the_manifest_lists_for_them(tmp_path: Path) -> None:
