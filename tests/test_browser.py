@@ -288,11 +288,10 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
     w = watched(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True)
     for prefix in ("", "en/"):
         w.goto(prefix + rel)
-        # code blocks and block outputs are laid out only in view (content-visibility,
-        # extra.css) and clip what would overflow them: measured laid out, as a reader
-        # scrolling to them sees them, content wider than the screen shows here
-        w.page.add_style_tag(content=".md-typeset .highlight, .md-typeset .result "
-                                     "{ content-visibility: visible !important; }")
+        # what extra.css lays out only in view (content-visibility) clips what would
+        # overflow it: measured laid out, as a reader scrolling to it sees it, content
+        # wider than the screen shows here
+        w.page.add_style_tag(content="* { content-visibility: visible !important; }")
         width = w.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{prefix}{rel}: {width}px wide on a 390px screen"
         # figures and diagrams are scaled to the screen, none wider than the text
