@@ -7,6 +7,8 @@ fails on any of them. Screenshots go to test-artifacts/ for a person to look at.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import os
 import re
 import shutil
@@ -50,6 +52,17 @@ def browser():
         browser.close()
 
 
+@functools.cache
+def _gzipped_size(path: Path) -> int:
+    return len(gzip.compress(path.read_bytes(), 6))
+
+
+# recorded from before the page's own scripts run, in every page of a test
+_LONG_TASKS = ("window.__llmlabLongTasks = []; new PerformanceObserver(list => list.getEntries()"
+               ".forEach(e => window.__llmlabLongTasks.push(e.duration)))"
+               ".observe({type: 'longtask', buffered: true});")
+
+
 class Watched:
     """A page whose console errors and off-site or failed requests are recorded."""
 
@@ -58,9 +71,13 @@ class Watched:
         self.context = browser.new_context(**context_args)
         self.page = self.context.new_page()
         self.base = base
+        self.site_dir = site_dir
+        self.built_for = built_for
         self.errors: list[str] = []
         self.offsite: list[str] = []
         self.failed: list[str] = []
+        self.requested: list[str] = []  # every response's URL, the search worker's too
+        self.context.add_init_script(_LONG_TASKS)
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         # ERR_ABORTED is a request cancelled because the test navigated on (the
@@ -69,6 +86,7 @@ class Watched:
                      and self.failed.append(f"{r.url} {r.failure}"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(
             f"{r.url} HTTP {r.status}"))
+        self.page.on("response", lambda r: self.requested.append(r.url))
 
         def route(route) -> None:
             url = route.request.url
@@ -94,6 +112,24 @@ class Watched:
 
     def goto(self, rel: str) -> None:
         self.page.goto(self.base + rel, wait_until="networkidle")
+
+    def transferred_kib(self) -> float:
+        """What the responses so far come to, gzipped as a host like GitHub Pages sends
+        them (this test server does not compress), in KiB."""
+        total = 0
+        for url in self.requested:
+            if url.startswith("data:"):
+                continue
+            prefix = next((p for p in (self.base, self.built_for) if p and url.startswith(p)),
+                          None)
+            assert prefix, f"a response from outside the site: {url}"
+            path = self.site_dir / urlsplit(url[len(prefix):]).path
+            total += _gzipped_size(path / "index.html" if path.is_dir() else path)
+        return total / 1024
+
+    def long_tasks_ms(self) -> list[float]:
+        """The main thread's tasks over 50 ms since the page loaded (Long Tasks API)."""
+        return self.page.evaluate("window.__llmlabLongTasks")
 
     def check_clean(self) -> None:
         assert self.errors == [], f"console errors: {self.errors}"
@@ -283,11 +319,34 @@ def test_every_page_in_both_languages(watched, site_server, rel: str) -> None:
     w.check_clean()
 
 
+TRANSFER_BUDGET_KIB = 800  # #16: what a page load may transfer, the search index included
+LONG_TASK_BUDGET_MS = 200  # the longest main-thread task of a page load, on this machine's CPU
+
+
+def _check_load(w: Watched, rel: str, tasks: bool) -> None:
+    """What the load of ``rel`` just done transferred, and (``tasks``) its longest task.
+
+    Tasks are measured on a load after the first one of the context: the first
+    also compiles Material's script (150-290 ms here, the page's own work included),
+    the same on every page. The next ones show what the page itself costs: 50-125 ms
+    on this site, 170-320 ms on its lectures when KaTeX typeset the formulas in the
+    browser. Unthrottled: Lighthouse's phone is about four times slower
+    (``benchmarks/lighthouse.py`` simulates it).
+    """
+    kib = w.transferred_kib()
+    assert kib <= TRANSFER_BUDGET_KIB, f"{rel}: {kib:.0f} KiB transferred"
+    assert any(url.endswith("/search/search_index.json") for url in w.requested), rel
+    longest = max(w.long_tasks_ms(), default=0)
+    assert not tasks or longest <= LONG_TASK_BUDGET_MS, f"{rel}: a {longest:.0f} ms task"
+    w.requested.clear()
+
+
 @pytest.mark.parametrize("rel", PAGES)
 def test_every_page_fits_a_phone(watched, rel: str) -> None:
     w = watched(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True)
     for prefix in ("", "en/"):
         w.goto(prefix + rel)
+        _check_load(w, prefix + rel, tasks=prefix != "")
         # what extra.css lays out only in view (content-visibility) clips what would
         # overflow it: measured laid out, as a reader scrolling to it sees it, content
         # wider than the screen shows here
@@ -302,6 +361,8 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
         assert wide == [], f"{prefix}{rel}: figures wider than the screen: {wide}"
         name = (prefix + rel).strip("/").replace("/", "_") or "home"
         _shot(w, f"phone-{name}")
+    w.goto(rel)  # the Chinese page again, Material's script compiled
+    _check_load(w, rel, tasks=True)
     w.check_clean()
 
 
