@@ -24,6 +24,7 @@ from llmlab.report.diagrams import (
     causal_mask,
     gpt2_vs_llama_block,
     head_split,
+    kv_cache_steps,
     qkv_projections,
     rope_rotation,
     transformer_block,
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, Callable[[], Diagram]] = {
     "post_ln_block": lambda: transformer_block(pre_ln=False),
     "gpt2_vs_llama_block": gpt2_vs_llama_block,
     "rope_rotation": rope_rotation,
+    "kv_cache_steps": kv_cache_steps,
 }
 # the largest (and smallest) pictures the arguments allow
 EXTREMES: dict[str, Callable[[], Diagram]] = {
@@ -48,6 +50,8 @@ EXTREMES: dict[str, Callable[[], Diagram]] = {
     "head_split tall": lambda: head_split(B=4, T=6, d_model=8, n_heads=4),
     "head_split one head": lambda: head_split(B=1, T=1, d_model=2, n_heads=1),
     "rope_rotation max": lambda: rope_rotation(positions=range(6), d_k=128, pairs=(0, 1, 2)),
+    "kv_cache_steps max": lambda: kv_cache_steps(prompt_len=5, new_tokens=4),
+    "kv_cache_steps min": lambda: kv_cache_steps(prompt_len=1, new_tokens=1),
 }
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MAX_BYTES = 120_000  # the site's other figures: median ~46 KB, largest ~100 KB
@@ -343,7 +347,33 @@ BAD = [
     (lambda: rope_rotation(positions="012"), TypeError, r"positions must be a sequence of ints"),
     (lambda: rope_rotation(pairs=(4,)), ValueError, r"pairs must lie in \[0, 3\], got 4"),
     (lambda: transformer_block(pre_ln=1), TypeError, r"pre_ln must be a bool, got int"),
+    (lambda: kv_cache_steps(prompt_len=0), ValueError, r"prompt_len must be an int >= 1"),
+    (lambda: kv_cache_steps(new_tokens=5), ValueError, r"new_tokens must be at most 4"),
+    (lambda: kv_cache_steps(seed=1.5), TypeError, r"seed must be an int, got float"),
 ]
+
+
+@pytest.mark.parametrize(("prompt_len", "new_tokens"), [(3, 3), (1, 4), (5, 1)])
+def test_kv_cache_steps_draws_what_the_cache_holds(prompt_len: int, new_tokens: int) -> None:
+    """Each row is one call of the model with the KVCache: the prompt's call feeds
+    ``prompt_len`` positions, each later one a single position, and block 0's cached
+    keys, (B, h, T, d_head), grow by what the call fed."""
+    from llmlab.kv_cache import KVCache
+    from llmlab.models.llama import TransformerLM
+
+    d = kv_cache_steps(prompt_len=prompt_len, new_tokens=new_tokens)
+    assert d.data["fed"] == [prompt_len] + [1] * new_tokens
+    assert [s[-2] for s in d.data["key_shapes"]] == list(
+        itertools.accumulate(d.data["fed"]))
+    assert {s[:2] + s[3:] for s in d.data["key_shapes"]} == {(1, d.data["num_heads"],
+                                                              d.data["d_head"])}
+    # the same shapes as a cache filled by the model directly
+    model = TransformerLM(16, 9, 8, d.data["num_layers"], d.data["num_heads"], 16).eval()
+    cache = KVCache(d.data["num_layers"], 9)
+    with torch.no_grad():
+        model(torch.zeros(1, prompt_len, dtype=torch.long), kv_cache=cache)
+    assert tuple(cache.layers[0].keys.shape) == d.data["key_shapes"][0]
+    assert kv_cache_steps(prompt_len, new_tokens).make("en") == d.make("en")  # seeded
 
 
 @pytest.mark.parametrize("call, error, message", BAD)
@@ -357,6 +387,7 @@ PAGE_DIAGRAMS = {  # the diagram calls each lecture shows
     "multihead-transformer-block.md": ("head_split()", "transformer_block(pre_ln=True)",
                                        "transformer_block(pre_ln=False)"),
     "building-blocks.md": ("gpt2_vs_llama_block()", "rope_rotation()"),
+    "training.md": ("kv_cache_steps()",),
 }
 
 

@@ -11,7 +11,7 @@ blocks' order and parts from :mod:`llmlab.models`.
 Taught on: "Self-attention from scratch" (lookup, projections, the causal mask),
 "Multi-head attention and the Transformer block (GPT-2 style)" (head split, Pre-LN
 vs Post-LN) and "The building blocks of a modern (Llama-style) Transformer"
-(GPT-2 vs Llama, RoPE).
+(GPT-2 vs Llama, RoPE) and "Training and generating text" (the KV cache).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from torch import nn
 from llmlab.checks import check_finite_float, check_int
 from llmlab.functional import causal_mask as _causal_mask
 from llmlab.functional import scaled_dot_product_attention, softmax
+from llmlab.kv_cache import KVCache
 from llmlab.layers import Linear
 from llmlab.models import gpt2, llama
 from llmlab.position import RotaryPositionalEmbedding, rope_frequencies
@@ -38,6 +39,7 @@ __all__ = [
     "causal_mask",
     "gpt2_vs_llama_block",
     "head_split",
+    "kv_cache_steps",
     "qkv_projections",
     "rope_rotation",
     "transformer_block",
@@ -955,3 +957,93 @@ def _int_list(name: str, values: object, most: int, low: int, high: int) -> list
     if max(out) > high:
         raise ValueError(f"{name} must lie in [{low}, {high}], got {max(out)}")
     return out
+
+
+# --------------------------------------------------------------------------
+# generating with a KV cache
+# --------------------------------------------------------------------------
+def kv_cache_steps(prompt_len: int = 3, new_tokens: int = 3, seed: int = 0) -> Diagram:
+    """What each call of generation computes, and what it reads from the KV cache.
+
+    A small :class:`llmlab.models.llama.TransformerLM` (2 blocks, 2 heads of 4) is
+    fed a prompt of ``prompt_len`` tokens in one call, then ``new_tokens`` tokens
+    one call each, with one :class:`llmlab.kv_cache.KVCache`. After every call the
+    diagram records how many positions it fed and the shape of block 0's cached
+    keys. One row per call: the positions it computes (their query, key and value),
+    and the earlier ones, whose keys and values it reads from the cache.
+
+    Args:
+        prompt_len: Tokens of the prompt, 1 to 5.
+        new_tokens: Tokens generated after it, 1 to 4.
+        seed: Seed of the model's weights and of the token ids.
+    """
+    prompt_len = _size("prompt_len", prompt_len, 5)
+    new_tokens = _size("new_tokens", new_tokens, 4)
+    seed = check_int("seed", seed, minimum=0)
+    num_layers, num_heads, d_model, vocab = 2, 2, 8, 16
+    total = prompt_len + new_tokens
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = llama.TransformerLM(vocab, total, d_model, num_layers, num_heads, 16).eval()
+    ids = torch.randint(0, vocab, (1, total), generator=torch.Generator().manual_seed(seed))
+    cache = KVCache(num_layers, total)
+    fed: list[int] = []
+    shapes: list[tuple[int, ...]] = []
+    with torch.no_grad():
+        for n in (prompt_len, *[1] * new_tokens):
+            start = cache.seq_len
+            model(ids[:, start:start + n], kv_cache=cache)
+            fed.append(n)
+            shapes.append(tuple(cache.layers[0].keys.shape))
+    data = {"fed": fed, "key_shapes": shapes, "num_layers": num_layers,
+            "num_heads": num_heads, "d_head": d_model // num_heads}
+
+    c, row_gap = min(0.36, 2.7 / total), 0.16  # a position's cell; between two calls' rows
+    x_grid = 1.75  # the calls' names to its left
+    x_shape = x_grid + total * c + 0.3
+    y_legend = 0.25
+    y_bottom = y_legend + 0.55  # the last call's row
+    rows = len(fed)
+    top = y_bottom + rows * c + (rows - 1) * row_gap
+    height, width = top + 0.75, x_shape + 2.0
+
+    def draw(ax: Any, t: Callable) -> None:
+        for k in range(total):
+            _write(ax, x_grid + (k + 0.5) * c, top + 0.16, str(k), size=SMALL, color=MUTED)
+        _write(ax, x_grid + total * c / 2, top + 0.46, t(label("位置", "position")),
+               size=SMALL, color=MUTED)
+        _write(ax, x_shape, top + 0.46, t(label("块 0 缓存的键", "block 0's cached keys")),
+               size=SMALL, color=MUTED, ha="left")
+        _write(ax, x_shape, top + 0.16, "(B, h, T, d_head)", size=SMALL, color=MUTED,
+               mono=True, ha="left")
+        for r, (n, shape) in enumerate(zip(fed, shapes)):
+            y = top - (r + 1) * c - r * row_gap
+            cached = shape[-2]
+            name = (label(f"提示：{n} 个 token", f"prompt: {n} tokens") if r == 0 else
+                    label(f"第 {r} 步：1 个 token", f"step {r}: 1 token"))
+            _write(ax, x_grid - 0.15, y + c / 2, t(name), size=SMALL, ha="right")
+            for k in range(cached):
+                new = k >= cached - n
+                _cell(ax, x_grid + k * c, y, c, KEY if new else _tint(KEY, 0.25))
+            # the newest position's query: it attends to every key in its row
+            _write(ax, x_grid + (cached - 0.5) * c, y + c / 2, "q", size=SMALL, color="white")
+            _write(ax, x_shape, y + c / 2, fmt_shape(shape), size=SMALL, mono=True, ha="left")
+        _cell(ax, x_grid, y_legend - 0.09, 0.18, KEY)
+        _write(ax, x_grid + 0.26, y_legend,
+               t(label("这次调用计算 q、k、v", "computed by this call: q, k, v")),
+               size=SMALL, ha="left")
+        _cell(ax, x_grid, y_legend - 0.45, 0.18, _tint(KEY, 0.25))
+        _write(ax, x_grid + 0.26, y_legend - 0.36,
+               t(label("k、v 从缓存读出", "k, v read from the cache")), size=SMALL, ha="left")
+
+    last = shapes[-1]
+    alt = label(
+        f"示意图：生成时的 KV 缓存。第一次调用一次算完提示的 {prompt_len} 个位置；之后每一步只算"
+        f"一个新位置的 q、k、v，它的查询看缓存里全部的键。块 0 缓存的键从 {fmt_shape(shapes[0])} "
+        f"长到 {fmt_shape(last)}：每一步在位置这一维上多一个。",
+        f"Diagram: the KV cache during generation. The first call computes the prompt's "
+        f"{prompt_len} positions at once; each later step computes q, k and v of one new "
+        f"position only, and its query looks at every cached key. Block 0's cached keys grow "
+        f"from {fmt_shape(shapes[0])} to {fmt_shape(last)}: one more along the position "
+        f"dimension per step.")
+    return Diagram(lambda lang: _canvas(lang, width, height, draw), alt, data)
