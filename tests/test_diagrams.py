@@ -367,9 +367,10 @@ def test_kv_cache_steps_draws_what_the_cache_holds(prompt_len: int, new_tokens: 
         itertools.accumulate(d.data["fed"]))
     assert {s[:2] + s[3:] for s in d.data["key_shapes"]} == {(1, d.data["num_heads"],
                                                               d.data["d_head"])}
-    # the same shapes as a cache filled by the model directly
-    model = TransformerLM(16, 9, 8, d.data["num_layers"], d.data["num_heads"], 16).eval()
-    cache = KVCache(d.data["num_layers"], 9)
+    # the same shapes as a cache filled by a model of the same sizes directly
+    layers, heads = d.data["num_layers"], d.data["num_heads"]
+    model = TransformerLM(16, 9, heads * d.data["d_head"], layers, heads, 16).eval()
+    cache = KVCache(layers, 9)
     with torch.no_grad():
         model(torch.zeros(1, prompt_len, dtype=torch.long), kv_cache=cache)
     assert tuple(cache.layers[0].keys.shape) == d.data["key_shapes"][0]

@@ -10,8 +10,8 @@ blocks' order and parts from :mod:`llmlab.models`.
 
 Taught on: "Self-attention from scratch" (lookup, projections, the causal mask),
 "Multi-head attention and the Transformer block (GPT-2 style)" (head split, Pre-LN
-vs Post-LN) and "The building blocks of a modern (Llama-style) Transformer"
-(GPT-2 vs Llama, RoPE) and "Training and generating text" (the KV cache).
+vs Post-LN), "The building blocks of a modern (Llama-style) Transformer" (GPT-2 vs
+Llama, RoPE) and "Training and generating text" (the KV cache).
 """
 
 from __future__ import annotations
