@@ -17,10 +17,12 @@ import llmlab.report.diagrams as diagrams
 from llmlab.functional import causal_mask as mask_of
 from llmlab.models import gpt2
 from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
+from llmlab.experiments.tokenization import run_bpe_steps
 from llmlab.report import LANGUAGES, Localized, img_tag
 from llmlab.report.diagrams import (
     Diagram,
     attention_lookup,
+    bpe_merges,
     causal_mask,
     gpt2_vs_llama_block,
     head_split,
@@ -40,6 +42,7 @@ DEFAULTS: dict[str, Callable[[], Diagram]] = {
     "gpt2_vs_llama_block": gpt2_vs_llama_block,
     "rope_rotation": rope_rotation,
     "kv_cache_steps": kv_cache_steps,
+    "bpe_merges": lambda: bpe_merges(run_bpe_steps()),
 }
 # the largest (and smallest) pictures the arguments allow
 EXTREMES: dict[str, Callable[[], Diagram]] = {
@@ -52,6 +55,9 @@ EXTREMES: dict[str, Callable[[], Diagram]] = {
     "rope_rotation max": lambda: rope_rotation(positions=range(6), d_k=128, pairs=(0, 1, 2)),
     "kv_cache_steps max": lambda: kv_cache_steps(prompt_len=5, new_tokens=4),
     "kv_cache_steps min": lambda: kv_cache_steps(prompt_len=1, new_tokens=1),
+    "bpe_merges max": lambda: bpe_merges(run_bpe_steps("abcd efgh ijkl mnop qrst " * 2,
+                                                       num_merges=6), steps=6),
+    "bpe_merges min": lambda: bpe_merges(run_bpe_steps("ab", num_merges=1), steps=1),
 }
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MAX_BYTES = 120_000  # the site's other figures: median ~46 KB, largest ~100 KB
@@ -350,6 +356,20 @@ BAD = [
     (lambda: kv_cache_steps(prompt_len=0), ValueError, r"prompt_len must be an int >= 1"),
     (lambda: kv_cache_steps(new_tokens=5), ValueError, r"new_tokens must be at most 4"),
     (lambda: kv_cache_steps(seed=1.5), TypeError, r"seed must be an int, got float"),
+    (lambda: bpe_merges("low lower"), TypeError, r"result must be a BPEStepsResult"),
+    (lambda: bpe_merges(run_bpe_steps(), steps=0), ValueError, r"steps must be an int >= 1"),
+    (lambda: bpe_merges(run_bpe_steps(), steps=7), ValueError, r"steps must be at most 6"),
+    (lambda: bpe_merges(run_bpe_steps(num_merges=2), steps=3), ValueError,
+     r"steps \(3\) must be at most the merges result made \(2\)"),
+    (lambda: bpe_merges(run_bpe_steps("a b c d e f g", num_merges=0), steps=1), ValueError,
+     r"steps \(1\) must be at most the merges result made \(0\)"),
+    (lambda: bpe_merges(run_bpe_steps("aa bb cc dd ee ff")), ValueError,
+     r"result's words must be at most 5 words .* got \['aa', 'bb'"),
+    (lambda: bpe_merges(run_bpe_steps("extraordinary incomprehensible")), ValueError,
+     r"20 characters in all"),
+    (lambda: bpe_merges(run_bpe_steps("ab" * 8, num_merges=4)), ValueError,
+     r"result's merged tokens are too long to draw in 6.5 in .*draw fewer steps"),
+    (lambda: bpe_merges(run_bpe_steps("注意 注意")), ValueError, r"printable ASCII"),
 ]
 
 
@@ -377,6 +397,38 @@ def test_kv_cache_steps_draws_what_the_cache_holds(prompt_len: int, new_tokens: 
     assert kv_cache_steps(prompt_len, new_tokens).make("en") == d.make("en")  # seeded
 
 
+@pytest.mark.parametrize("text, steps", [(None, 4), ("hug pug pun bun hugs", 3),
+                                         ("abcd efgh ijkl mnop qrst " * 2, 6), ("ab", 1)])
+def test_bpe_merges_draws_the_merges_bpe_learns(text: str | None, steps: int) -> None:
+    """Row r is every word cut into its tokens after r merges: the tokens join up to
+    the word, the row's new tokens are its merge's pair joined, the text's token
+    count drops by the merge's count, and the merges are ``learn_merges``' own."""
+    from collections import Counter
+
+    from llmlab.tokenization import learn_merges
+
+    result = run_bpe_steps() if text is None else run_bpe_steps(text, num_merges=steps)
+    d = bpe_merges(result, steps=steps).data
+    counts = Counter((text or result.text).split())
+    assert d["words"] == list(counts) and d["counts"] == list(counts.values())
+    learned = learn_merges({w.encode(): n for w, n in counts.items()}, steps)
+    assert d["merges"] == [(a.decode(), b.decode(), n) for (a, b), n in learned]
+    assert len(d["rows"]) == steps + 1 and d["rows"][0] == [list(w) for w in d["words"]]
+    for r, row in enumerate(d["rows"]):
+        assert ["".join(seg) for seg in row] == d["words"]
+        assert d["num_tokens"][r] == sum(len(seg) * n for seg, n in zip(row, d["counts"]))
+        if r:
+            a, b, n = d["merges"][r - 1]
+            assert d["num_tokens"][r - 1] - d["num_tokens"][r] == n
+            made = sum(seg.count(a + b) * k for seg, k in zip(row, d["counts"]))
+            before = sum(seg.count(a + b) * k for seg, k in zip(d["rows"][r - 1], d["counts"]))
+            assert (before, made) == (0, n)  # a new token, once per occurrence of the pair
+    # overlapping pairs: "aaa" holds the pair (a, a) twice, and one merge joins one of them
+    d = bpe_merges(run_bpe_steps("aaa", num_merges=1), steps=1).data
+    assert d["merges"] == [("a", "a", 2)] and d["num_tokens"] == [3, 2]
+    assert d["rows"][1] == [["aa", "a"]]
+
+
 @pytest.mark.parametrize("call, error, message", BAD)
 def test_bad_arguments_are_named(call: Callable[[], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
@@ -389,6 +441,7 @@ PAGE_DIAGRAMS = {  # the diagram calls each lecture shows
                                        "transformer_block(pre_ln=False)"),
     "building-blocks.md": ("gpt2_vs_llama_block()", "rope_rotation()"),
     "training.md": ("kv_cache_steps()",),
+    "tokenization.md": ("bpe_merges(run_bpe_steps())",),
 }
 
 

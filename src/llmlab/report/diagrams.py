@@ -6,16 +6,19 @@ that also keeps in :attr:`Diagram.data` the shapes and numbers it drew. The size
 and numbers come from running the package's own code: the head split runs
 ``view`` and ``transpose``, the causal mask is :func:`llmlab.functional.causal_mask`,
 the rotations come from :class:`llmlab.position.RotaryPositionalEmbedding`, the
-blocks' order and parts from :mod:`llmlab.models`.
+blocks' order and parts from :mod:`llmlab.models`, the BPE merges from
+:func:`llmlab.experiments.tokenization.run_bpe_steps`.
 
 Taught on: "Self-attention from scratch" (lookup, projections, the causal mask),
 "Multi-head attention and the Transformer block (GPT-2 style)" (head split, Pre-LN
 vs Post-LN), "The building blocks of a modern (Llama-style) Transformer" (GPT-2 vs
-Llama, RoPE) and "Training and generating text" (the KV cache).
+Llama, RoPE), "Tokenization" (BPE merges) and "Training and generating text" (the
+KV cache).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from llmlab.checks import check_finite_float, check_int
+from llmlab.checks import check_finite_float, check_int, check_type
+from llmlab.experiments.tokenization import BPEStepsResult
 from llmlab.functional import causal_mask as _causal_mask
 from llmlab.functional import scaled_dot_product_attention, softmax
 from llmlab.kv_cache import KVCache
@@ -36,6 +40,7 @@ from llmlab.report import Label, Localized, _style, figure, fmt_shape, label, sv
 __all__ = [
     "Diagram",
     "attention_lookup",
+    "bpe_merges",
     "causal_mask",
     "gpt2_vs_llama_block",
     "head_split",
@@ -1046,4 +1051,95 @@ def kv_cache_steps(prompt_len: int = 3, new_tokens: int = 3, seed: int = 0) -> D
         f"position only, and its query looks at every cached key. Block 0's cached keys grow "
         f"from {fmt_shape(shapes[0])} to {fmt_shape(last)}: one more along the position "
         f"dimension per step.")
+    return Diagram(lambda lang: _canvas(lang, width, height, draw), alt, data)
+
+
+# --------------------------------------------------------------------------
+# BPE: merge by merge
+# --------------------------------------------------------------------------
+def bpe_merges(result: BPEStepsResult, steps: int = 4) -> Diagram:
+    """The words of a tiny text as tokens, before the first merge and after each of
+    the first ``steps`` merges of :func:`~llmlab.experiments.tokenization.run_bpe_steps`.
+
+    One row per merge: every distinct word (its count above it) cut into its
+    tokens at that point, the tokens the merge made highlighted; beside the row,
+    the pair merged and how many tokens the whole text takes now.
+
+    Args:
+        result: What ``run_bpe_steps`` returned, on a text of at most 5 distinct
+            words of printable ASCII, 20 characters in all (it must fit a phone).
+        steps: Merges to draw, 1 to 6 (and at most the merges ``result`` made).
+    """
+    check_type("result", result, BPEStepsResult, expected="a BPEStepsResult (run_bpe_steps())")
+    steps = _size("steps", steps, 6)
+    if steps > len(result.steps):
+        raise ValueError(f"steps ({steps}) must be at most the merges result made "
+                         f"({len(result.steps)})")
+    words = [w.decode("ascii", "replace") for w in result.words]
+    if (len(words) > 5 or sum(map(len, words)) > 20
+            or not all(w.isascii() and w.isprintable() and " " not in w for w in words)):
+        raise ValueError(f"result's words must be at most 5 words of printable ASCII, 20 "
+                         f"characters in all, to be drawn; got {words}")
+    rows = [[[bytes([b]) for b in w] for w in result.words],
+            *(s.segmentation for s in result.steps[:steps])]
+    merges = [(s.pair[0].decode(), s.pair[1].decode(), s.count) for s in result.steps[:steps]]
+    data = {"words": words, "counts": list(result.word_counts), "merges": merges,
+            "rows": [[[t.decode() for t in seg] for seg in row] for row in rows],
+            "num_tokens": [result.initial_num_tokens,
+                           *(s.num_tokens for s in result.steps[:steps])]}
+
+    c, h, pitch, word_gap = 0.18, 0.3, 0.62, 0.14  # a character, a row, row to row
+    names = [f"{a} + {b} → {a + b} (×{n})" for a, b, n in merges]
+    x_words = max(1.5, 0.25 + 0.084 * max(map(len, names)))  # the rows' labels to its left
+    starts = list(itertools.accumulate((len(w) * c + word_gap for w in words[:-1]),
+                                       initial=x_words))
+    top = 0.5 + len(rows) * pitch  # above the first row: the words' counts
+    height, width = top + 0.5, starts[-1] + len(words[-1]) * c + 0.1
+    if width > MAX_WIDTH_IN:
+        raise ValueError(f"result's merged tokens are too long to draw in {MAX_WIDTH_IN} in "
+                         f"(the rows' labels: {names}); draw fewer steps")
+
+    def draw(ax: Any, t: Callable) -> None:
+        for x, word, n in zip(starts, words, data["counts"]):
+            _write(ax, x + len(word) * c / 2, top + 0.15, f"{word} ×{n}", size=SMALL,
+                   color=MUTED)
+        for r, row in enumerate(data["rows"]):
+            y = top - (r + 1) * pitch + (pitch - h) / 2
+            if r == 0:
+                name = t(label("开始：单个字节", "start: bytes"))
+            else:
+                name = names[r - 1]
+            _write(ax, x_words - 0.15, y + h / 2 + 0.11, name, size=SMALL, ha="right",
+                   mono=r > 0)
+            _write(ax, x_words - 0.15, y + h / 2 - 0.13,
+                   t(label(f"全文 {data['num_tokens'][r]} 个 token",
+                           f"text: {data['num_tokens'][r]} tokens")),
+                   size=SMALL, ha="right", color=MUTED)
+            made = merges[r - 1][0] + merges[r - 1][1] if r else None
+            for x, seg in zip(starts, row):
+                for token in seg:
+                    new = token == made
+                    colour = QUERY if new else KEY
+                    _box(ax, x + 0.015, y, len(token) * c - 0.03, h,
+                         _tint(colour, 0.45 if new else 0.15), edge=colour)
+                    _write(ax, x + len(token) * c / 2, y + h / 2, token, size=SMALL, mono=True)
+                    x += len(token) * c
+        _box(ax, x_words, 0.12, 0.3, 0.2, _tint(QUERY, 0.45), edge=QUERY)
+        _write(ax, x_words + 0.4, 0.22, t(label("这一行的合并产生的 token",
+                                               "a token this row's merge made")),
+               size=SMALL, ha="left")
+
+    first, last = merges[0], merges[-1]
+    alt = label(
+        f"示意图：BPE 一次合并一对。{len(words)} 个词（{'、'.join(words)}）先拆成单个字节，"
+        f"全文 {data['num_tokens'][0]} 个 token；第 1 次合并把 {first[0]} 和 {first[1]} 合成 "
+        f"{first[0] + first[1]}（出现 {first[2]} 次），之后每一行再合并一对，新 token 高亮。"
+        f"{steps} 次合并后全文 {data['num_tokens'][-1]} 个 token；最后一次合并的是 "
+        f"{last[0]} + {last[1]}。",
+        f"Diagram: BPE merges one pair at a time. {len(words)} words ({', '.join(words)}) "
+        f"start as single bytes, {data['num_tokens'][0]} tokens in the whole text; merge 1 "
+        f"joins {first[0]} and {first[1]} into {first[0] + first[1]} ({first[2]} occurrences), "
+        f"and each later row merges one more pair, its new tokens highlighted. After {steps} "
+        f"merges the text takes {data['num_tokens'][-1]} tokens; the last merge is "
+        f"{last[0]} + {last[1]}.")
     return Diagram(lambda lang: _canvas(lang, width, height, draw), alt, data)
