@@ -338,7 +338,32 @@ def _check_load(w: Watched, rel: str, tasks: bool) -> None:
     assert any(url.endswith("/search/search_index.json") for url in w.requested), rel
     longest = max(w.long_tasks_ms(), default=0)
     assert not tasks or longest <= LONG_TASK_BUDGET_MS, f"{rel}: a {longest:.0f} ms task"
+    # Material's script and the search index wait for the page to load and paint
+    # (overrides/main.html), and Material then sets the page up all the same
+    after = w.page.evaluate(_AFTER_LOAD)
+    assert sorted(after) == ["bundle", "search_index"], f"{rel}: requested {after}"
+    assert min(after.values()) >= 0, f"{rel}: ms after the load event: {after}"
+    assert w.page.evaluate(_SET_UP), f"{rel}: Material did not set the page up"
     w.requested.clear()
+
+
+# When Material's script and the search index were requested, in ms after the load event
+_AFTER_LOAD = """() => {
+  const load = performance.getEntriesByType("navigation")[0].loadEventEnd
+  const after = {}
+  for (const e of performance.getEntriesByType("resource")) {
+    const name = (e.name.match(/\\/(bundle)\\.[0-9a-f]+\\.min\\.js$|\\/(search_index)\\.json$/) || [])
+    if (name[1] || name[2]) after[name[1] || name[2]] = e.startTime - load
+  }
+  return after
+}"""
+# What Material does once the document is ready (on DOMContentLoaded): it takes the
+# scroll fix off the navigation's lists and wraps each table to scroll on its own
+_SET_UP = """() => document.documentElement.classList.contains("js")
+  && document.querySelectorAll("[data-md-scrollfix]").length === 0
+  && document.querySelectorAll(".md-nav__list").length > 0
+  && document.querySelectorAll(".md-typeset table:not(.md-typeset__table > table)")
+       .length === 0"""
 
 
 @pytest.mark.parametrize("rel", PAGES)
