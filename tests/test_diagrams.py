@@ -58,6 +58,8 @@ EXTREMES: dict[str, Callable[[], Diagram]] = {
     "bpe_merges max": lambda: bpe_merges(run_bpe_steps("abcd efgh ijkl mnop qrst " * 2,
                                                        num_merges=6), steps=6),
     "bpe_merges min": lambda: bpe_merges(run_bpe_steps("ab", num_merges=1), steps=1),
+    "bpe_merges short words": lambda: bpe_merges(run_bpe_steps("a b ab ab c", num_merges=1),
+                                                 steps=1),
 }
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MAX_BYTES = 120_000  # the site's other figures: median ~46 KB, largest ~100 KB

@@ -1091,10 +1091,13 @@ def bpe_merges(result: BPEStepsResult, steps: int = 4) -> Diagram:
     c, h, pitch, word_gap = 0.18, 0.3, 0.62, 0.14  # a character, a row, row to row
     names = [f"{a} + {b} → {a + b} (×{n})" for a, b, n in merges]
     x_words = max(1.5, 0.25 + 0.084 * max(map(len, names)))  # the rows' labels to its left
-    starts = list(itertools.accumulate((len(w) * c + word_gap for w in words[:-1]),
-                                       initial=x_words))
+    # a word's column: its characters, or the word and its count above them if wider
+    slots = [max(len(w) * c, 0.08 * len(f"{w} ×{n}")) for w, n in zip(words, data["counts"])]
+    starts = [x + (slot - len(w) * c) / 2 for x, slot, w in zip(
+        itertools.accumulate((slot + word_gap for slot in slots[:-1]), initial=x_words),
+        slots, words)]
     top = 0.5 + len(rows) * pitch  # above the first row: the words' counts
-    height, width = top + 0.5, starts[-1] + len(words[-1]) * c + 0.1
+    height, width = top + 0.5, x_words + sum(slots) + word_gap * (len(slots) - 1) + 0.1
     if width > MAX_WIDTH_IN:
         raise ValueError(f"result's merged tokens are too long to draw in {MAX_WIDTH_IN} in "
                          f"(the rows' labels: {names}); draw fewer steps")
