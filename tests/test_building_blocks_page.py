@@ -20,7 +20,8 @@ def test_kernel_counts(small_timing) -> None:
     assert r.kernels[r.index("matmul")] == 1
     for op in ("LayerNorm", "softmax"):  # PyTorch: one kernel; ours: a pass per step
         assert r.kernels[r.index(op, "torch")] == 1 < r.kernels[r.index(op, "llmlab")]
-    assert r.kernels[r.index("softmax", "llmlab")] == 5  # amax, sub, exp, sum, div
+    # amax, sub, exp, sum, reciprocal, mul; the detach of the maximum is a view
+    assert r.kernels[r.index("softmax", "llmlab")] == 6
     assert r.machine and r.threads == 1
 
 

@@ -38,9 +38,10 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
         A tensor of the shape and dtype of ``x``.
     """
     dim = check_reduction("x", x, dim)
-    shifted = x - x.amax(dim=dim, keepdim=True)
+    # the shift changes no output, so no gradient needs to flow through the maximum
+    shifted = x - x.amax(dim=dim, keepdim=True).detach()
     exp = shifted.exp()
-    return exp / exp.sum(dim=dim, keepdim=True)
+    return exp * exp.sum(dim=dim, keepdim=True).reciprocal()  # one division per row
 
 
 def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Tensor:

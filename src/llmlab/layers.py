@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import torch
-from einops import einsum
 from torch import Tensor, nn
 
 from llmlab.checks import check_finite_float, check_int, check_tensor
@@ -75,7 +74,9 @@ class Linear(nn.Module):
         """``(..., in_features)`` -> ``(..., out_features)``."""
         check_tensor("x", x, "... in_features", like=self.weight,
                      in_features=self.in_features)
-        return einsum(x, self.weight, "... d_in, d_out d_in -> ... d_out")
+        # matmul folds the leading dims into one matrix product; the einsum
+        # "... i, o i -> ... o" runs as a batched one, slower forward and backward
+        return x @ self.weight.T  # (..., d_in) @ (d_in, d_out)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"

@@ -55,8 +55,8 @@ def _rms_norm(x: Tensor, weight: Tensor | None, eps: float, upcast: bool) -> Ten
     in_dtype = x.dtype
     if upcast:
         x = x.float()
-    rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)  # (..., 1)
-    y = x / rms  # (..., d_model)
+    inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): 1/RMS
+    y = x * inv_rms  # (..., d_model): one division per row, not per element
     if weight is not None:
         y = y * weight.to(y.dtype)
     return y.to(in_dtype)

@@ -250,7 +250,8 @@ class FlopsRuntimeResult:
     Row ``i`` is op ``ops[i]`` as implemented by ``impls[i]``: ``"torch"`` (PyTorch's
     own op: ``F.rms_norm``, ``F.layer_norm``, ``torch.softmax``, ``F.gelu``, the
     matmul) or ``"llmlab"`` (this course's teaching code, one tensor op per step).
-    ``kernels[i]`` counts the ATen ops one call dispatches: 1 is a fused kernel (one
+    ``kernels[i]`` counts the ATen ops one call dispatches (views, such as ``detach``,
+    move no data and are not counted): 1 is a fused kernel (one
     pass over memory, what ``bytes_moved`` assumes); more means more passes.
     """
 
@@ -260,7 +261,7 @@ class FlopsRuntimeResult:
     flops: list[float]
     bytes_moved: list[float]
     seconds: list[float]
-    kernels: list[int]  # ATen ops dispatched by one call
+    kernels: list[int]  # ATen ops dispatched by one call, views not counted
     ridge: float  # FLOP per byte where the measured matmul rate meets copy bandwidth
     machine: str  # the processor, e.g. "AMD EPYC (x86_64)"
     threads: int
@@ -311,7 +312,7 @@ def _cpu_name() -> str:
 
 
 def _count_kernels(fn, arg) -> int:
-    """How many ATen ops one call ``fn(arg)`` dispatches to the backend."""
+    """How many ATen ops one call ``fn(arg)`` dispatches to the backend, views aside."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
@@ -320,7 +321,7 @@ def _count_kernels(fn, arg) -> int:
             self.n = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.n += 1
+            self.n += not func.is_view  # a view (e.g. detach) moves no data
             return func(*args, **(kwargs or {}))
 
     with Count() as count:
