@@ -88,6 +88,32 @@ def test_naive_softmax_overflows_and_matches_when_small():
     assert torch.allclose(softmax_naive(small), torch.softmax(small, -1), atol=1e-6)
 
 
+def _backward_nodes(tensor: torch.Tensor) -> set[str]:
+    """Names of the autograd nodes the backward pass from ``tensor`` runs."""
+    seen, todo = set(), [tensor.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo.extend(next_fn for next_fn, _ in node.next_functions)
+    return {type(node).__name__ for node in seen}
+
+
+def test_softmax_gradient_does_not_flow_through_the_maximum():
+    from llmlab.functional import softmax
+
+    x = torch.randn(3, 7, dtype=torch.float64, requires_grad=True)
+    y = softmax(x, dim=-1)
+    nodes = _backward_nodes(y)
+    assert "ExpBackward0" in nodes and "AmaxBackward0" not in nodes  # the shift is detached
+    g = torch.randn_like(y)
+    (ours,) = torch.autograd.grad(y, x, g)
+    (theirs,) = torch.autograd.grad(torch.softmax(x, dim=-1), x, g)
+    torch.testing.assert_close(ours, theirs)  # and the gradient is still softmax's
+    masked = softmax(torch.tensor([[0.0, -math.inf, 2.0], [-math.inf] * 3]), dim=-1)
+    assert masked[0, 1] == 0 and torch.isnan(masked[1]).all()  # as torch.softmax
+
+
 def test_toy_embeddings_seeded_and_checked():
     a = toy_embeddings(["a", "b", "c"], dim=4, seed=1)
     assert a.shape == (3, 4)

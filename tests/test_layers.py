@@ -23,6 +23,26 @@ def test_linear_matches_nn_linear_without_bias():
     torch.testing.assert_close(lin(x), ref(x))
 
 
+def test_linear_is_one_matrix_product_forward_and_backward():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.__name__.split(".")[0])
+            return func(*args, **(kwargs or {}))
+
+    lin, x = Linear(16, 8), torch.randn(2, 3, 16, requires_grad=True)
+    with Ops() as ops:
+        lin(x).sum().backward()
+    # the leading dims fold into one (6, 16) @ (16, 8) product, and so do both gradients
+    assert ops.names.count("mm") == 3 and "bmm" not in ops.names
+    assert x.grad.shape == x.shape and lin.weight.grad.shape == lin.weight.shape
+
+
 def test_linear_init_is_truncated_normal():
     torch.manual_seed(0)
     lin = Linear(512, 256)
