@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import pytest
 import torch
@@ -175,6 +176,20 @@ def test_saved_tensors_are_recorded_once_per_storage():
         z = (y * y).sum()  # saves y twice: one storage
     z.backward()
     assert [(s.shape, s.nbytes, s.kind) for s in saved] == [((4, 8), 128, "activation")]
+
+
+def test_a_save_the_graph_lets_go_at_once_is_not_counted():
+    leaf = torch.randn(4, 8, requires_grad=True)
+    with record_saved_tensors() as saved:
+        h = leaf * 2  # a product with a number saves no tensor
+        m = h.amax(-1, keepdim=True).detach()  # amax saves h; its node goes with it
+        y = (h - m).exp()  # saves its result
+    h_alive = weakref.ref(h)
+    del h, m
+    assert h_alive() is None  # nothing holds h: the save was let go
+    assert [(s.shape, s.nbytes) for s in saved] == [((4, 8), 128)]  # y only
+    y.sum().backward()  # what backward needs was kept
+    torch.testing.assert_close(leaf.grad, 2 * y.detach())
 
 
 def test_parameters_and_autocast_copies_are_told_apart():

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 
 import torch
@@ -499,16 +500,20 @@ def record_saved_tensors(
     """Record what autograd saves for backward inside the ``with`` block.
 
     ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor an operation
-    keeps for its backward pass. Several operations often keep the same tensor
-    (the input of ``q_proj``, ``k_proj`` and ``v_proj``), and a view shares its
-    base's memory, so each storage is recorded once. Run the backward pass
-    after the block: the tensors are stored as usual.
+    saves for its backward pass. A save can be let go at once: an operation whose
+    result only reaches detached tensors (a ``.detach()``-ed maximum) is dropped
+    from the graph with what it saved. So when the block ends, the list keeps only
+    what the graph still holds then: keep the forward's output alive until after
+    the ``with``. Several operations often keep the same tensor (the input of
+    ``q_proj``, ``k_proj`` and ``v_proj``), and a view shares its base's memory, so
+    each storage is recorded once. Run the backward pass after the block: the
+    tensors are stored as usual.
 
     Args:
         model: Its parameters and buffers are told apart from activations.
 
     Yields:
-        The list of :class:`SavedTensor`, filled as the forward pass runs.
+        The list of :class:`SavedTensor`, filled when the block ends.
 
     Taught on: "Where the compute and the memory go".
     """
@@ -523,22 +528,36 @@ def _record_saved_tensors(model: nn.Module | None) -> Iterator[list[SavedTensor]
     buffers = ({b.untyped_storage().data_ptr() for b in model.buffers()}
                if model is not None else set())
     log: list[SavedTensor] = []
-    seen: set[int] = set()
+    saves: list[tuple[weakref.ref, int, SavedTensor]] = []  # in the order of saving
 
-    def pack(t: Tensor) -> Tensor:
+    def pack(t: Tensor) -> _Saved:
         storage = t.untyped_storage()
         ptr = storage.data_ptr()
-        if ptr in seen or storage.nbytes() == 0:
-            return t
-        seen.add(ptr)
         kind = ("parameter" if ptr in params else "buffer" if ptr in buffers
                 else "parameter copy" if _is_parameter_copy(t) else "activation")
-        log.append(SavedTensor(tuple(t.shape), str(t.dtype).removeprefix("torch."),
-                               storage.nbytes(), kind))
-        return t
+        # autograd keeps `held` as long as the graph needs the tensor; detached, it
+        # does not hold a saved output's own node (a cycle nothing would free)
+        held = _Saved(t.detach())
+        saves.append((weakref.ref(held), ptr, SavedTensor(
+            tuple(t.shape), str(t.dtype).removeprefix("torch."), storage.nbytes(), kind)))
+        return held
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda held: held.tensor):
         yield log
+    seen: set[int] = set()  # storages still held are all alive: their addresses differ
+    for held, ptr, record in saves:
+        if held() is not None and record.nbytes and ptr not in seen:
+            seen.add(ptr)
+            log.append(record)
+
+
+class _Saved:
+    """A tensor as autograd stores it for backward (so that it can be seen going)."""
+
+    __slots__ = ("__weakref__", "tensor")
+
+    def __init__(self, tensor: Tensor) -> None:
+        self.tensor = tensor
 
 
 def classify_saved(saved: Iterable[SavedTensor], sizes: dict[str, int],
