@@ -329,7 +329,7 @@ _SVG_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"')
 def _figure_files(html: str, page: Any) -> str:
     """Figures as files (``assets/figures/<digest>.svg``), not data URIs that every
     reader downloads before the text: each ``<img>`` with its size (no layout shift),
-    all but the page's first loading lazily (the first may be what the reader sees)."""
+    all lazily but the page's first, which may be what the reader sees: high priority."""
     up = "../" * len([part for part in page.url.split("/") if part])
     seen = []
 
@@ -340,7 +340,7 @@ def _figure_files(html: str, page: Any) -> str:
         size = _SVG_SIZE.search(svg[:2000])
         dims = (f' width="{round(float(size[1]) * 4 / 3)}" height="{round(float(size[2]) * 4 / 3)}"'
                 if size else "")
-        lazy = ' loading="lazy"' if seen else ""
+        lazy = ' loading="lazy"' if seen else ' fetchpriority="high"'
         seen.append(name)
         return f'{match.group(1)}{dims}{lazy} src="{up}assets/figures/{name}"'
 

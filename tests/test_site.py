@@ -222,6 +222,27 @@ def test_materials_script_waits_for_the_page_on_every_page(built_site) -> None:
         assert 'document.dispatchEvent(new Event("DOMContentLoaded"))' in html, page
 
 
+@pytest.mark.site
+def test_figures_are_files_with_their_size_and_only_the_first_is_fetched_at_once(
+        built_site) -> None:
+    """The hook writes each figure to assets/figures/ and gives its <img> the SVG's
+    size (no layout shift); every figure but a page's first loads lazily, and the
+    first (which may be the largest thing in view) is fetched at high priority."""
+    pages_with_figures, figures_dir = 0, (built_site.site_dir / "assets" / "figures").resolve()
+    for page in sorted(built_site.site_dir.rglob("*.html")):
+        figures = BeautifulSoup(page.read_text(encoding="utf-8"),
+                                "html.parser").select("img.llmlab-figure")
+        pages_with_figures += bool(figures)
+        for i, img in enumerate(figures):
+            target = (page.parent / img["src"]).resolve()
+            assert target.parent == figures_dir and target.is_file(), (page, img["src"])
+            assert int(img["width"]) > 0 and int(img["height"]) > 0, (page, img.attrs)
+            first = i == 0
+            assert (img.get("fetchpriority") == "high") == first, (page, i, img.attrs)
+            assert (img.get("loading") == "lazy") == (not first), (page, i, img.attrs)
+    assert pages_with_figures >= 12  # six lectures with figures, in each language
+
+
 def test_language_switcher_works_under_the_sub_path(built_site) -> None:
     soup = BeautifulSoup(built_site.html("en/notebooks/quickstart/index.html"), "html.parser")
     links = {a["hreflang"]: a["href"] for a in soup.select("a.md-select__link[hreflang]")}
