@@ -58,7 +58,7 @@ def test_fp16_overflow_naive_vs_upcast():
     x = (torch.randn(2, 1024) * 300).half()
     naive = rms_norm(x, upcast=False)
     good = RMSNorm(1024)(x)
-    assert (naive == 0).all()  # x² overflows to inf, x / inf = 0
+    assert (naive == 0).all()  # x² overflows to inf, x · rsqrt(inf) = x · 0
     assert torch.isfinite(good).all() and (good != 0).any()
     ref = rms_norm(x.double(), upcast=False)
     torch.testing.assert_close(good.double(), ref, atol=2e-3, rtol=2e-3)

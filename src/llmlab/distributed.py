@@ -34,7 +34,6 @@ import statistics
 import sys
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -674,8 +673,6 @@ def train_rank(
     _check_training(config, train_data, steps=steps, batch_size=batch_size,
                     context_length=context_length, lr=lr, weight_decay=weight_decay,
                     max_grad_norm=max_grad_norm, seed=seed)
-    # our lm_head returns a view (matmul's reshape); nothing modifies it in place
-    warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view")
     info = _rank_info(dist.get_backend())
     torch.manual_seed(seed)  # the same initial weights on every rank
     model = TransformerLM.from_config(config, device=info.device)

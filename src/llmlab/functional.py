@@ -41,7 +41,7 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     # the shift changes no output, so no gradient needs to flow through the maximum
     shifted = x - x.amax(dim=dim, keepdim=True).detach()
     exp = shifted.exp()
-    return exp * exp.sum(dim=dim, keepdim=True).reciprocal()  # one division per row
+    return exp * exp.sum(dim=dim, keepdim=True).reciprocal()  # 1/sum once per row
 
 
 def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Tensor:

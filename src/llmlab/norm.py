@@ -56,7 +56,7 @@ def _rms_norm(x: Tensor, weight: Tensor | None, eps: float, upcast: bool) -> Ten
     if upcast:
         x = x.float()
     inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)  # (..., 1): 1/RMS
-    y = x * inv_rms  # (..., d_model): one division per row, not per element
+    y = x * inv_rms  # (..., d_model): one rsqrt per row, then a multiply per element
     if weight is not None:
         y = y * weight.to(y.dtype)
     return y.to(in_dtype)
