@@ -507,7 +507,8 @@ def record_saved_tensors(
     the ``with``. Several operations often keep the same tensor (the input of
     ``q_proj``, ``k_proj`` and ``v_proj``), and a view shares its base's memory, so
     each storage is recorded once. Run the backward pass after the block: the
-    tensors are stored as usual.
+    tensors are stored as usual, and come back detached (a first backward works;
+    ``create_graph=True`` through them does not).
 
     Args:
         model: Its parameters and buffers are told apart from activations.
@@ -552,7 +553,8 @@ def _record_saved_tensors(model: nn.Module | None) -> Iterator[list[SavedTensor]
 
 
 class _Saved:
-    """A tensor as autograd stores it for backward (so that it can be seen going)."""
+    """A tensor as autograd stores it for backward; a weak reference to the holder
+    shows when autograd lets the save go."""
 
     __slots__ = ("__weakref__", "tensor")
 
