@@ -45,9 +45,12 @@ import tempfile
 import time
 import traceback
 import types
+from html import unescape
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from jinja2 import FileSystemBytecodeCache
 from markdown_exec import ExecutionError, base_format, code_block
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
@@ -112,9 +115,8 @@ def _precompute_report() -> dict[str, Any]:
     """What precompute did, once it has finished."""
     process = STATE.pop("process", None)
     if process is not None:
-        if process.wait() != 0:
+        if process.wait() != 0:  # once it has ended, a miss raises (LLMLAB_CACHE_MISS=wait)
             raise PluginError(f"`{' '.join(process.args[1:])}` failed: see its output above")
-        os.environ["LLMLAB_CACHE_MISS"] = "error"
     if "precompute" not in STATE:
         STATE["precompute"] = json.loads(STATE["report"].read_text("utf-8"))
     return STATE["precompute"]
@@ -146,8 +148,6 @@ def on_pre_build(config: Any) -> None:
     STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={}, ahead=set(),
                  content={}, pages=set(), started=time.perf_counter())
     _start_precompute(config)
-    from importlib.metadata import version
-
     from llmlab.cache import source_hash
 
     STATE["versions"] = [version("torch"), version("markdown-exec"), sys.version]
@@ -260,7 +260,7 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
 
 
 _NUMBER = re.compile(r"[-−+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?")
-_NOT_DATA = re.compile(r'(?:src="data:|alt=")[^"]*"')  # figures' bytes, alt texts' prose
+_NOT_DATA = re.compile(r'(?:src="data:|alt="| width="| height=")[^"]*"')  # figures, alt texts
 
 
 def _numbers(output: str) -> list[str]:
@@ -287,8 +287,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str: 
     STATE["page"] = page.file.src_uri
     if "/notebooks/" in page.file.src_uri:
         _precompute_report()  # its Markdown is written once every notebook has run
-    language = page.file.src_uri.split("/", 1)[0]
-    os.environ["LLMLAB_LANG"] = language if language in LANGUAGES else LANGUAGES[0]
+    os.environ["LLMLAB_LANG"] = page.file.src_uri.split("/", 1)[0]  # docs/<language>/...
     return markdown
 
 
@@ -323,28 +322,21 @@ _FIGURE = re.compile(r'(<img class="llmlab-figure"[^>]*?) src="data:image/svg\+x
                      r'([A-Za-z0-9+/=]+)"')
 
 
-_SVG_SIZE = re.compile(rb'<svg[^>]*?\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"')
-
-
-def _figure_files(html: str, page: Any) -> str:
+def _figure_files(html: str, page: Any) -> tuple[str, dict[str, bytes]]:
     """Figures as files (``assets/figures/<digest>.svg``), not data URIs that every
-    reader downloads before the text: each ``<img>`` with its size (no layout shift),
-    all lazily but the page's first, which may be what the reader sees: high priority."""
-    up = "../" * len([part for part in page.url.split("/") if part])
-    seen = []
+    reader downloads before the text: the page's HTML and its figures by file name.
+    Each loads lazily but the page's first, which may be what the reader sees: high
+    priority (the ``<img>`` has its size from the report layer: no layout shift)."""
+    up, figures = "../" * len([part for part in page.url.split("/") if part]), {}
 
     def to_file(match: re.Match[str]) -> str:
         svg = base64.b64decode(match.group(2))
         name = f"{hashlib.sha256(svg).hexdigest()[:20]}.svg"
-        STATE["figures"][name] = svg
-        size = _SVG_SIZE.search(svg[:2000])
-        dims = (f' width="{round(float(size[1]) * 4 / 3)}" height="{round(float(size[2]) * 4 / 3)}"'
-                if size else "")
-        lazy = ' loading="lazy"' if seen else ' fetchpriority="high"'
-        seen.append(name)
-        return f'{match.group(1)}{dims}{lazy} src="{up}assets/figures/{name}"'
+        lazy = ' loading="lazy"' if figures else ' fetchpriority="high"'
+        figures[name] = svg
+        return f'{match.group(1)}{lazy} src="{up}assets/figures/{name}"'
 
-    return _FIGURE.sub(to_file, html)
+    return _FIGURE.sub(to_file, html), figures
 
 
 # Pygments wraps every name and every run of spaces in a span; Material colours a
@@ -376,8 +368,6 @@ def _mathml(html: str) -> str:
     pymdownx.arithmatex leaves ``\\(...\\)`` and ``\\[...\\]``; a script would
     typeset them in the reader's browser, after downloading it and its fonts.
     """
-    from html import unescape
-
     from latex2mathml.converter import convert
 
     def typeset(match: re.Match[str]) -> str:
@@ -399,8 +389,6 @@ def _text_run(texts: list[str], verbatim: bool) -> str:
     become one, but for a leading or trailing run of spaces (whether search keeps
     it depends on the text around): a node of its own, apart from the rest by a
     void ``<wbr>``, which search drops."""
-    from html import unescape
-
     texts = [t for t in texts if t]
     blank = [unescape(t).isspace() for t in texts]
     if verbatim or all(blank):
@@ -436,12 +424,8 @@ def search_copy(html: str) -> str:
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
     key = hashlib.sha256(f"{page.url}\n{html}".encode()).hexdigest()
     if key not in PAGES:  # a page unchanged since the last build is not done again
-        figures, STATE["figures"] = STATE["figures"], {}
-        try:
-            full = _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)
-            PAGES[key] = (search_copy(full), full, STATE["figures"])
-        finally:
-            STATE["figures"] = figures
+        full, figures = _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)
+        PAGES[key] = (search_copy(full), full, figures)
     STATE["figures"].update(PAGES[key][2])
     STATE["pages"].add(key)
     # Material's search reads page.content (on_page_context); ours puts the full one back
@@ -460,7 +444,7 @@ def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:  # n
     return context
 
 
-_HEAD_ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="([a-z]+)">')
+_HEAD_ALTERNATE = re.compile(rf'<link rel="alternate" href="[^"]*" hreflang="({"|".join(LANGUAGES)})">')
 _SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog"'
 _SEARCH_NAME = {"zh": "搜索", "en": "Search"}
 
@@ -471,8 +455,6 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
 
     def root(match: re.Match[str]) -> str:  # the language's root, as a full address
         language = match.group(1)
-        if language not in LANGUAGES:
-            return match.group(0)
         href = base + ("" if language == LANGUAGES[0] else f"{language}/")
         return f'<link rel="alternate" href="{href}" hreflang="{language}">'
 
@@ -485,8 +467,6 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
 
 def on_env(env: Any, config: Any, files: Any) -> Any:  # noqa: ARG001
     # Jinja's own bytecode cache: the theme's templates are compiled once, not per build
-    from jinja2 import FileSystemBytecodeCache
-
     if env.bytecode_cache is None and "cache" in STATE:
         (STATE["cache"] / "jinja").mkdir(parents=True, exist_ok=True)
         env.bytecode_cache = FileSystemBytecodeCache(str(STATE["cache"] / "jinja"))

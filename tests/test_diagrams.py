@@ -159,6 +159,17 @@ def test_same_inputs_same_bytes_and_languages_differ(rendered, name: str) -> Non
         assert f'data-digest="{fig.digest}"' in tag
 
 
+def test_a_figure_tag_has_its_svgs_size_in_css_pixels(rendered) -> None:
+    """1pt is 4/3 px; an SVG without a size in points gets no size attributes."""
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="432pt" height="216.75pt" viewBox="0 0 1 1"/>'
+    tag = img_tag(svg, "a figure")
+    assert ' width="576" height="289" ' in tag, tag
+    assert " width=" not in img_tag('<svg xmlns="http://www.w3.org/2000/svg"/>', "no size")
+    for name, (fig, svgs, _) in rendered.items():  # every diagram has a size in points
+        tag = img_tag(svgs["en"], fig.alt.text("en"))
+        assert re.search(r' width="[1-9]\d*" height="[1-9]\d*" ', tag), (name, tag[:160])
+
+
 @pytest.mark.parametrize("name", DEFAULTS)
 def test_alt_text_in_both_languages(rendered, name: str) -> None:
     alt = rendered[name][0].alt

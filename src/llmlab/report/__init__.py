@@ -28,6 +28,7 @@ import json
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -287,6 +288,9 @@ def svg_from_figure(fig: Any) -> str:
     return buffer.getvalue()
 
 
+_SVG_SIZE = re.compile(r'<svg[^>]*?\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"')
+
+
 def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = None) -> str:
     """Embed SVG text as an ``<img>`` with a data URI (ids stay private, no request),
     in a paragraph of its own: a block of HTML, which Markdown keeps as it is (an
@@ -295,7 +299,8 @@ def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = N
 
     ``digest`` (a hash of the figure's data, the same in every language) is kept
     in ``data-digest``, so the two languages' pages can be checked to plot the
-    same numbers.
+    same numbers. The SVG's own size, in points, becomes the tag's ``width`` and
+    ``height`` in CSS pixels: the page reserves the figure's place before it loads.
     """
     if not isinstance(svg, str):
         raise TypeError(f"svg must be SVG text (str), got {type(svg).__name__}")
@@ -306,6 +311,9 @@ def img_tag(svg: str, alt: Any, width: str | None = None, digest: str | None = N
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
     style = f' style="width:{html.escape(width)}"' if width else ""
     mark = f' data-digest="{html.escape(digest)}"' if digest else ""
+    if size := _SVG_SIZE.search(svg[:2000]):  # 1pt = 4/3 px
+        mark += ''.join(f' {name}="{round(float(pt) * 4 / 3)}"'
+                        for name, pt in zip(("width", "height"), size.groups()))
     return (f'<p><img class="llmlab-figure" alt="{html.escape(text(alt))}"{style}{mark} '
             f'src="data:image/svg+xml;base64,{data}"></p>')
 
