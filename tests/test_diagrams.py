@@ -487,7 +487,7 @@ def test_a_figure_is_a_block_of_html_even_right_after_a_table() -> None:
     fig = causal_mask(2)
     rows = table(["a", "b"], [(1, 2)]).render("en").rstrip("\n")
     notebook = precompute._output_markdown(nbformat.v4.new_output(
-        "display_data", data={"image/svg+xml": fig.make("en")}), "en")
+        "display_data", data={"image/svg+xml": fig.make("en")}))
     for text in (f"{rows}\n{fig.render('en')}\n", notebook):
         md = markdown.Markdown(extensions=["tables"])
         html = md.convert(text)

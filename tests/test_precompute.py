@@ -53,9 +53,12 @@ def test_every_manifest_page_exists_and_every_call_is_a_cached_experiment() -> N
         assert all(len(j["key"]) == 64 for j in jobs)
 
 
+def _table():
+    return table([label("头", "head"), label("偏移量", "offset")], [(0, 1)])
+
+
 def _executed_notebook() -> nbformat.NotebookNode:
-    localized = table([label("头", "head"), label("偏移量", "offset")], [(0, 1)])
-    data, meta = localized._repr_mimebundle_()
+    data, meta = _table()._repr_mimebundle_()
     return nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# 标题\n\n中文。", metadata={"lang": "zh"}),
         nbformat.v4.new_markdown_cell("# Title\n\nEnglish.", metadata={"lang": "en"}),
@@ -65,19 +68,68 @@ def _executed_notebook() -> nbformat.NotebookNode:
     ])
 
 
-def test_a_notebook_is_split_per_language_with_the_same_code_and_outputs() -> None:
+def test_a_notebook_is_split_per_language_with_the_same_code_and_its_outputs() -> None:
     nb = _executed_notebook()
     zh, en = precompute.split_notebook(nb, "zh"), precompute.split_notebook(nb, "en")
     assert [c.source for c in zh.cells] == ["# 标题\n\n中文。", "display(t)"]
     assert [c.source for c in en.cells] == ["# Title\n\nEnglish.", "display(t)"]
-    assert zh.cells[-1].outputs == en.cells[-1].outputs
+    # a table is in the notebook's own language, the other language's left out
+    (zh_table, zh_text), (en_table, en_text) = zh.cells[-1].outputs, en.cells[-1].outputs
+    assert zh_text == en_text
+    for lang, output in (("zh", zh_table), ("en", en_table)):
+        shown = _table().render(lang)
+        assert output.data == {"text/markdown": shown, "text/plain": shown}, lang
+    assert "头" not in nbformat.writes(en) and "head" not in nbformat.writes(zh).lower()
     assert all("lang" not in c.metadata for c in zh.cells + en.cells)
     assert len(nb.cells) == 3  # the executed notebook itself is left as it was
+    assert "llmlab" in nb.cells[-1].outputs[0].metadata
     page = {lang: precompute.notebook_markdown(nb, "demo", lang) for lang in ("zh", "en")}
     assert page["zh"].startswith("# 标题") and "English" not in page["zh"]
     assert "| 头 | 偏移量 |" in page["zh"] and "| head | offset |" in page["en"]
     assert '<a href="demo.ipynb" download>' in page["zh"] and "下载：" in page["zh"]
     assert "```text\n42\n```" in page["en"] and "```python\ndisplay(t)\n```" in page["en"]
+
+
+def test_a_split_notebook_is_the_same_file_whichever_run_executed_it() -> None:
+    """Cell ids are random in each executed notebook; the downloads' are not."""
+    first, second = _executed_notebook(), _executed_notebook()
+    assert [c.id for c in first.cells] != [c.id for c in second.cells]
+    for lang in ("zh", "en"):
+        own = [nbformat.writes(precompute.split_notebook(nb, lang)) for nb in (first, second)]
+        assert own[0] == own[1]
+        nbformat.validate(nbformat.reads(own[0], as_version=4))
+
+
+def test_a_markdown_output_is_its_own_text_not_the_objects_name() -> None:
+    from IPython.core.formatters import DisplayFormatter
+    from IPython.display import Markdown
+
+    shown = Markdown("```python\nx = 1\n```")
+    data, _ = DisplayFormatter().format(shown)  # what display() records
+    assert data["text/plain"] == "<IPython.core.display.Markdown object>"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("m", outputs=[
+        nbformat.v4.new_output("display_data", data=data)])])
+    (output,) = precompute.split_notebook(nb, "en").cells[0].outputs
+    assert output.data == {"text/markdown": shown.data, "text/plain": shown.data}
+
+
+def test_a_figure_output_is_split_with_its_own_svg_and_alt_text() -> None:
+    from llmlab.report.diagrams import causal_mask
+
+    figure = causal_mask(2)
+    data, meta = figure._repr_mimebundle_()
+    assert data["text/plain"] == figure.alt.text()  # not the object's address
+    from IPython.core.formatters import DisplayFormatter
+
+    assert DisplayFormatter().format(_table())[0]["text/plain"] == _table().render()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f", outputs=[
+        nbformat.v4.new_output("display_data", data=data, metadata=meta)])])
+    for lang in ("zh", "en"):
+        (output,) = precompute.split_notebook(nb, lang).cells[0].outputs
+        assert output.data == {"image/svg+xml": figure.make(lang),
+                               "text/plain": figure.alt.text(lang)}
+        assert output.metadata == {"alt": figure.alt.text(lang), "digest": figure.digest}
+        assert f'alt="{figure.alt.text(lang)}"' in precompute.notebook_markdown(nb, "f", lang)
 
 
 def _run(tree: Path, cache: Path, manifest: Path, examples: Path) -> subprocess.CompletedProcess:

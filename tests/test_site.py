@@ -145,14 +145,29 @@ def test_notebooks_per_language(built_site, name: str) -> None:
     cells = {lang: [c for c in nb["cells"] if c["cell_type"] == "code"]
              for lang, nb in (("zh", zh), ("en", en))}
     assert [c["source"] for c in cells["zh"]] == [c["source"] for c in cells["en"]]
-    assert [c["outputs"] for c in cells["zh"]] == [c["outputs"] for c in cells["en"]]
     assert any(c["outputs"] for c in cells["zh"]), f"{name}: not executed"
+    outputs = {lang: [o for c in cs for o in c["outputs"]] for lang, cs in cells.items()}
+    assert ([o for o in outputs["zh"] if o["output_type"] == "stream"]
+            == [o for o in outputs["en"] if o["output_type"] == "stream"])
+    shown = {}  # tables and figures: each download's in its own language only
+    for lang, own in outputs.items():
+        shown[lang] = [o["data"] for o in own if o["output_type"] == "display_data"]
+        assert all("llmlab" not in o.get("metadata", {}) for o in own), (lang, name)
+        for data in shown[lang]:
+            assert not re.fullmatch(r"<[\w.]+ object( at 0x[0-9a-f]+)?>",
+                                    "".join(data["text/plain"])), (name, data)
+    assert len(shown["zh"]) == len(shown["en"])
+    for data in shown["en"]:
+        first = "".join(data.get("text/markdown", "")).split("\n", 1)[0]
+        assert not _CJK.search(first), (name, first)
     prose = {lang: "".join("".join(c["source"]) for c in nb["cells"]
                            if c["cell_type"] == "markdown") for lang, nb in (("zh", zh), ("en", en))}
     assert _CJK.search(prose["zh"]) and not _CJK.search(prose["en"]), name
     # tables and figures in the page's own language (llmlab.report's every-language outputs)
     headers = {lang: [th.get_text() for th in a.select("table th")] for lang, a in pages.items()}
     assert not any(_CJK.search(h) for h in headers["en"]), headers["en"]
+    if headers["zh"] != headers["en"]:  # the page's tables differ: so do the downloads'
+        assert shown["zh"] != shown["en"], name
 
 
 def test_chinese_search_index_is_segmented(built_site) -> None:

@@ -32,6 +32,7 @@ import importlib
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 import tomllib
@@ -329,27 +330,56 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
 # notebooks: executed once, shown per language
 # --------------------------------------------------------------------------
 def split_notebook(nb: Any, lang: str) -> Any:
-    """The notebook for one language: markdown cells marked ``lang`` (or unmarked)."""
+    """The notebook for one language: markdown cells marked ``lang`` (or unmarked),
+    and every :class:`llmlab.report.Localized` output in ``lang`` (its metadata
+    holds every language's). Cell ids follow the cells' order, so the same
+    notebook gives the same file whichever run executed it.
+    """
     out = copy.deepcopy(nb)
     out.cells = [c for c in out.cells if c.metadata.get("lang", lang) == lang]
-    for cell in out.cells:
+    for i, cell in enumerate(out.cells):
         cell.metadata.pop("lang", None)
+        cell.id = f"cell-{i + 1}"
+        for output in cell.get("outputs", []):
+            if output.output_type != "display_data":
+                continue
+            if "llmlab" in output.metadata:
+                _localize_output(output, lang)
+            elif "text/markdown" in output.data and _OBJECT_REPR.fullmatch(
+                    output.data.get("text/plain", "")):  # e.g. IPython's Markdown
+                output.data["text/plain"] = output.data["text/markdown"]
     return out
 
 
-def _output_markdown(output: Any, lang: str) -> str:
+# what IPython shows as text for an object without a text repr of its own
+_OBJECT_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")
+
+
+def _localize_output(output: Any, lang: str) -> None:
+    """A Localized output in ``lang`` only: its data, text and alt in that language."""
+    meta = output.metadata
+    own = meta.pop("llmlab")[lang]
+    if "image/svg+xml" in output.data:
+        alt = meta.get("alt", {})
+        meta["alt"] = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
+        output.data["image/svg+xml"] = own
+        output.data["text/plain"] = meta["alt"]
+    else:
+        output.data["text/markdown"] = output.data["text/plain"] = own
+
+
+def _output_markdown(output: Any) -> str:
+    """One output of a notebook already split for a language (:func:`split_notebook`)."""
     if output.output_type == "stream":
         return f"```text\n{output.text.rstrip()}\n```"
     data, meta = output.get("data", {}), output.get("metadata", {})
-    own = meta.get("llmlab", {}).get(lang)  # llmlab.report.Localized: every language
     if "image/svg+xml" in data:
-        alt = meta.get("alt", {})
-        alt = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
         from llmlab.report import img_tag
 
-        return img_tag(own or data["image/svg+xml"], alt, digest=meta.get("digest") or None)
+        return img_tag(data["image/svg+xml"], str(meta.get("alt", "")),
+                       digest=meta.get("digest") or None)
     if "text/markdown" in data:
-        return own or data["text/markdown"]
+        return data["text/markdown"]
     if "text/html" in data:
         return data["text/html"]
     return f"```text\n{data.get('text/plain', '').rstrip()}\n```"
@@ -364,7 +394,7 @@ def notebook_markdown(nb: Any, name: str, lang: str) -> str:
             parts.append(cell.source)
         elif cell.cell_type == "code":
             parts.append(f"```python\n{cell.source}\n```")
-            parts += [_output_markdown(o, lang) for o in cell.get("outputs", [])]
+            parts += [_output_markdown(o) for o in cell.get("outputs", [])]
         if i == 0:  # under the title: the downloads, in this language
             parts.append(
                 f'{label[0]}<a href="{name}.ipynb" download><code>{name}.ipynb</code></a>'

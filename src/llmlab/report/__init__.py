@@ -148,10 +148,13 @@ class Localized:
         mime = "text/markdown" if self.alt is None else "image/svg+xml"
         every = {lang: self.make(lang) for lang in LANGUAGES}
         meta: dict[str, Any] = {"llmlab": every}
+        # text/plain (a console, a viewer without Markdown): the Markdown, or the
+        # figure's alt text; without it IPython would show the object's address
+        plain = every[language()] if self.alt is None else self.alt.text()
         if self.alt is not None:
             meta["alt"] = {lang: self.alt.text(lang) for lang in LANGUAGES}
             meta["digest"] = self.digest
-        return {mime: every[language()]}, meta
+        return {mime: every[language()], "text/plain": plain}, meta
 
 
 # --------------------------------------------------------------------------

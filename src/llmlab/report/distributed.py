@@ -12,7 +12,6 @@ Taught on: "Where the compute and the memory go".
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +28,8 @@ from llmlab.experiments.distributed import (
     UtilisationTiming,
     ZeroMemoryResult,
 )
-from llmlab.report import Label, Localized, fmt_float, fmt_int, fmt_pct, label, table, yes_no
+from llmlab.report import (Label, Localized, _scalar, fmt_float, fmt_int, fmt_pct, label, table,
+                           yes_no)
 from llmlab.report.diagrams import (
     FONT,
     MUTED,
@@ -97,10 +97,8 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 # numbers
 # --------------------------------------------------------------------------
 def _number(name: str, x: object) -> float:
-    """``x`` as a float: a real number (not a bool), NaN refused, ±inf allowed."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
-    x = float(x)
+    """``x`` as a float (as the report layer reads one), NaN refused, ±inf allowed."""
+    x = _scalar(name, x, integral=False)
     if math.isnan(x):
         raise ValueError(f"{name} must be a number (not NaN), got nan")
     return x
