@@ -11,9 +11,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from IPython.core.formatters import DisplayFormatter
+from IPython.display import Markdown
 
 from llmlab import precompute
 from llmlab.report import label, table
+from llmlab.report.diagrams import causal_mask
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "docs" / "experiments.toml"
@@ -83,6 +86,8 @@ def test_a_notebook_is_split_per_language_with_the_same_code_and_its_outputs() -
     assert all("lang" not in c.metadata for c in zh.cells + en.cells)
     assert len(nb.cells) == 3  # the executed notebook itself is left as it was
     assert "llmlab" in nb.cells[-1].outputs[0].metadata
+    # what display() records as text: the table's Markdown, not the object's address
+    assert DisplayFormatter().format(_table())[0]["text/plain"] == _table().render()
     page = {lang: precompute.notebook_markdown(nb, "demo", lang) for lang in ("zh", "en")}
     assert page["zh"].startswith("# 标题") and "English" not in page["zh"]
     assert "| 头 | 偏移量 |" in page["zh"] and "| head | offset |" in page["en"]
@@ -101,8 +106,6 @@ def test_a_split_notebook_is_the_same_file_whichever_run_executed_it() -> None:
 
 
 def test_a_markdown_output_is_its_own_text_not_the_objects_name() -> None:
-    from IPython.core.formatters import DisplayFormatter
-    from IPython.display import Markdown
 
     shown = Markdown("```python\nx = 1\n```")
     data, _ = DisplayFormatter().format(shown)  # what display() records
@@ -114,14 +117,9 @@ def test_a_markdown_output_is_its_own_text_not_the_objects_name() -> None:
 
 
 def test_a_figure_output_is_split_with_its_own_svg_and_alt_text() -> None:
-    from llmlab.report.diagrams import causal_mask
-
     figure = causal_mask(2)
     data, meta = figure._repr_mimebundle_()
     assert data["text/plain"] == figure.alt.text()  # not the object's address
-    from IPython.core.formatters import DisplayFormatter
-
-    assert DisplayFormatter().format(_table())[0]["text/plain"] == _table().render()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f", outputs=[
         nbformat.v4.new_output("display_data", data=data, metadata=meta)])])
     for lang in ("zh", "en"):

@@ -359,9 +359,8 @@ def _localize_output(output: Any, lang: str) -> None:
     """A Localized output in ``lang`` only: its data, text and alt in that language."""
     meta = output.metadata
     own = meta.pop("llmlab")[lang]
-    if "image/svg+xml" in output.data:
-        alt = meta.get("alt", {})
-        meta["alt"] = alt.get(lang, "") if isinstance(alt, dict) else str(alt)
+    if "image/svg+xml" in output.data:  # a figure: its alt text in every language too
+        meta["alt"] = meta["alt"][lang]
         output.data["image/svg+xml"] = own
         output.data["text/plain"] = meta["alt"]
     else:
