@@ -36,6 +36,7 @@ import io
 import itertools
 import json
 import linecache
+import logging
 import os
 import re
 import shutil
@@ -65,6 +66,7 @@ PAGES: dict[str, Any] = {}  # page key -> (search copy, HTML, figures), across r
 HASHES: dict[tuple[str, str], str] = {}  # (llmlab source, code) -> the code's snippet hash
 STATE: dict[str, Any] = {}  # this build
 _TMP: list[Any] = []  # the cache folder of LLMLAB_CACHE=0 builds, removed at exit
+LOG = logging.getLogger("mkdocs.plugins.llmlab")
 
 
 def _sha(*parts: Any) -> str:
@@ -90,13 +92,14 @@ def _start_precompute(config: Any) -> None:
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
-    from llmlab.precompute import report_path, stamp
+    from llmlab.precompute import report_path, stamp, up_to_date
 
     docs = Path(config.docs_dir)
     manifest, examples = docs / "experiments.toml", docs.parent / "examples"
-    STATE["report"] = report_path(STATE["cache"], stamp(manifest, examples))
+    current = stamp(manifest, examples)
+    STATE["report"] = report_path(STATE["cache"], current)
     os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_MANIFEST=str(manifest))
-    if STATE["report"].is_file():
+    if up_to_date(STATE["cache"], current):  # its outputs all there, as it left them
         return
     command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
                "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
@@ -242,8 +245,11 @@ def _run_block(code: str, returncode: int = 0, session: str | None = None,
     disk = STATE["cache"] / "blocks" / f"{key}.json"
     start, source = time.perf_counter(), "ahead" if key in STATE["ahead"] else "memo"
     if key not in MEMO and disk.is_file():
-        MEMO[key], source = json.loads(disk.read_text("utf-8")), "disk"
-    elif key not in MEMO:
+        try:
+            MEMO[key], source = json.loads(disk.read_text("utf-8")), "disk"
+        except ValueError:  # a damaged saved output: run the block again
+            disk.unlink(missing_ok=True)
+    if key not in MEMO:
         _store_block(key, code, id or "")
         source = "executed"
         _run_ahead(code, id or "")
@@ -282,8 +288,15 @@ def _format_block(source: str, language: str, css_class: str, options: dict[str,
     return markup
 
 
+def on_files(files: Any, config: Any) -> Any:  # noqa: ARG001
+    # each language's build: its pages, for the progress lines
+    STATE["progress"] = [0, len(files.documentation_pages())]
+    return files
+
+
 @event_priority(100)
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
+    STATE["progress"][0] += 1
     STATE["page"] = page.file.src_uri
     if "/notebooks/" in page.file.src_uri:
         _precompute_report()  # its Markdown is written once every notebook has run
@@ -422,6 +435,10 @@ def search_copy(html: str) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # noqa: ARG001
+    ran = sum(b["source"] == "executed" for b in STATE["blocks"] if b["page"] == STATE["page"])
+    if ran:  # progress while the first build runs the blocks (a warm build says nothing)
+        done, total = STATE["progress"]
+        LOG.info(f"llmlab: {page.file.src_uri} ({done}/{total}), {ran} blocks run")
     key = hashlib.sha256(f"{page.url}\n{html}".encode()).hexdigest()
     if key not in PAGES:  # a page unchanged since the last build is not done again
         full, figures = _figure_files(_mathml(code_blocks(join_cjk_lines(html))), page)

@@ -57,6 +57,27 @@ def test_second_call_is_served_from_memory_then_disk(tmp_path: Path) -> None:
     assert torch.equal(third.tensor, first.tensor)
 
 
+@pytest.mark.parametrize("damage", [b"", b"not a pickle", b"\x80\x05K\x01."])
+def test_an_unreadable_stored_result_is_computed_again(tmp_path: Path, damage: bytes,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut-short or overwritten entry (or one holding something else) counts as
+    missing: it is removed and computed again, or refused as not precomputed."""
+    CALLS.clear()
+    first = experiment(5)
+    (path,) = (tmp_path / "cache").glob("*.pkl")
+    path.write_bytes(damage)
+    cache.clear_memory()
+    monkeypatch.setenv("LLMLAB_CACHE_MISS", "error")  # a build: only precompute computes
+    with pytest.raises(cache.NotPrecomputedError, match="python -m llmlab.precompute"):
+        experiment(5)
+    assert not path.exists()  # removed: precompute will compute it
+    monkeypatch.delenv("LLMLAB_CACHE_MISS")
+    path.write_bytes(damage)
+    again = experiment(5)
+    assert CALLS == [5, 5] and again.values == first.values
+    assert cache.load_stored(path) is not None  # stored again, readable
+
+
 def test_arguments_and_defaults_are_part_of_the_key() -> None:
     assert cache.cache_key(experiment, 3) == cache.cache_key(experiment, n=3, seed=0)
     assert cache.cache_key(experiment, 3) != cache.cache_key(experiment, 4)

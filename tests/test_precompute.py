@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -283,3 +284,98 @@ def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> Non
     for name in ("a", "b"):
         report = json.loads(report_path(cache, stamp(manifests[name], examples)).read_text())
         assert list(report["pages"]) == [f"{name}.md"]
+
+
+NOTEBOOK = ("# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
+            "# %%\nfrom llmlab.experiments.attention import run_dropout_demo\n\n"
+            "print(run_dropout_demo(p=0.25).p)\n")
+
+
+def _project(root: Path) -> Path:
+    """A course checkout in miniature: a manifest and a notebook that reads from it."""
+    (root / "docs").mkdir(parents=True)
+    (root / "examples").mkdir()
+    (root / "docs" / "experiments.toml").write_text(
+        '["examples/nb.py"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n', "utf-8")
+    (root / "examples" / "nb.py").write_text(NOTEBOOK, encoding="utf-8")
+    return root
+
+
+def _precompute(cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("LLMLAB_CACHE_DIR", "LLMLAB_CACHE_MISS", "LLMLAB_CACHE")}
+    return subprocess.run([sys.executable, "-m", "llmlab.precompute", "--workers", "1"],
+                          cwd=cwd, env={**clean, "OMP_NUM_THREADS": "1", **env},
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_it_runs_from_any_folder_of_the_checkout_and_with_a_relative_cache(
+        tmp_path: Path) -> None:
+    """Run as a reader runs it (README): a plain program, from the checkout or a folder
+    in it, the cache where the build reads it. The notebooks run in their own folder,
+    so a relative cache folder once sent their results to the wrong place."""
+    root = _project(tmp_path / "course")
+    proc = _precompute(root / "docs")  # a folder inside the checkout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cache = root / ".cache" / "llmlab"  # the checkout's, whatever the working folder
+    assert (cache / "site" / "en" / "notebooks" / "nb.md").is_file()
+    assert "0.25" in (cache / "site" / "en" / "notebooks" / "nb.md").read_text("utf-8")
+    # progress: what was run, how far along (one line each, flushed as they finish)
+    assert re.search(r"^precompute: \[1/2\] attention\.run_dropout_demo", proc.stdout, re.M)
+    assert re.search(r"^precompute: \[2/2\] nb\.py", proc.stdout, re.M)
+    proc = _precompute(root, LLMLAB_CACHE_DIR="relative/cache")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (root / "relative" / "cache" / "site" / "zh" / "notebooks" / "nb.md").is_file()
+
+
+def test_a_deleted_or_damaged_output_is_made_again(tmp_path: Path) -> None:
+    """"Up to date" means every output of the last run is there as it left it."""
+    root = _project(tmp_path / "course")
+    assert _precompute(root).returncode == 0
+    cache = root / ".cache" / "llmlab"
+    assert "up to date" in _precompute(root).stdout
+    (result,) = cache.glob("*.pkl")
+    result.unlink()
+    page = cache / "site" / "zh" / "notebooks" / "nb.md"
+    page.write_text("damaged", encoding="utf-8")
+    proc = _precompute(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "attention.run_dropout_demo" in proc.stdout  # computed again
+    assert result.is_file() and "0.25" in page.read_text(encoding="utf-8")
+    (executed,) = (cache / "notebooks").glob("*.ipynb")
+    executed.write_text("{", encoding="utf-8")  # cut short
+    proc = _precompute(root)
+    assert re.search(r"\[1/1\] nb\.py", proc.stdout), proc.stdout  # executed again
+    assert json.loads(executed.read_text(encoding="utf-8"))["cells"]
+    assert "up to date" in _precompute(root).stdout
+
+
+def test_up_to_date_checks_every_output_and_removes_a_changed_one(tmp_path: Path) -> None:
+    from llmlab.precompute import output_digests, report_path, up_to_date
+
+    (tmp_path / "a.pkl").write_bytes(b"a")
+    (tmp_path / "b.pkl").write_bytes(b"b")
+    assert not up_to_date(tmp_path, "0" * 64)  # no report
+    report_path(tmp_path, "0" * 64).parent.mkdir()
+    report_path(tmp_path, "0" * 64).write_text(
+        json.dumps({"outputs": output_digests(tmp_path, ["a.pkl", "b.pkl"])}), "utf-8")
+    assert up_to_date(tmp_path, "0" * 64)
+    (tmp_path / "b.pkl").write_bytes(b"B")
+    assert not up_to_date(tmp_path, "0" * 64)
+    assert (tmp_path / "a.pkl").exists() and not (tmp_path / "b.pkl").exists()
+
+
+def test_outside_a_checkout_it_says_what_it_needs(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    root = _project(tmp_path / "course")
+    assert precompute.project_root(root / "examples") == root
+    # elsewhere: the checkout llmlab is installed from (this one, an editable install)
+    assert precompute.project_root(tmp_path) == ROOT
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(precompute, "project_root", lambda start=None: None)
+    with pytest.raises(SystemExit) as exit_:
+        precompute.main([])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no docs/experiments.toml" in err

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
 import urllib.request
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,7 +18,7 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from conftest import ROOT, build_env, run_mkdocs_build, write_mini_site
+from conftest import ROOT, _free_port, build_env, run_mkdocs_build, write_mini_site
 from llmlab.precompute import notebooks
 
 pytestmark = pytest.mark.site
@@ -529,10 +531,16 @@ def _get(url: str) -> str:
         return response.read().decode("utf-8")
 
 
-def _wait_for(url: str, needle: str, timeout: float) -> str:
+def _wait_for(url: str, needle: str, timeout: float,
+              alive: subprocess.Popen | None = None) -> str:
+    """The page at ``url`` once it holds ``needle``; ``timeout`` guards against a
+    hang (never a speed check), and a server ``alive`` that exits ends the wait."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
+        if alive is not None and alive.poll() is not None:
+            raise AssertionError(f"the server exited ({alive.returncode}) before {url} "
+                                 f"showed {needle!r}")
         try:
             last = _get(url)
             if needle in last:
@@ -544,7 +552,6 @@ def _wait_for(url: str, needle: str, timeout: float) -> str:
 
 
 def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
-    import shutil
     import socket
 
     # A private copy of the package, first on PYTHONPATH, that the test may edit.
@@ -603,35 +610,108 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 # builds reproduce
 # --------------------------------------------------------------------------
+def _clean_copy(dest: Path) -> Path:
+    """The checkout as a fresh clone has it: the files git tracks (and new ones it does
+    not ignore), as they are in the working tree; no .venv, no cache, no site."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        source = ROOT / rel
+        if source.is_file():  # a file deleted but not yet staged is left out
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
+
+
+@dataclass
+class ReadmeRoute:
+    clone: Path
+    cache: Path  # where precompute put the results: the clone's .cache/llmlab
+    precompute_log: str
+    precompute_seconds: float
+    first_page_seconds: float
+    serve_log: str
+
+
 @pytest.fixture(scope="module")
-def second_precompute(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The experiments computed again: a fresh cache, one worker process.
+def readme_route(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRoute:
+    """The README's `make serve`, as a new user runs it after `make setup`: a clean copy
+    of the checkout, an empty cache, ``python -m llmlab.precompute`` as a plain program
+    (from a folder inside the checkout, its output in a pipe), then ``mkdocs serve`` (from
+    another folder) until its first page answers.
 
-    Against the first build's (two workers, so a different process computes
-    what) this checks that no result depends on the run, the process or what ran
-    before it in that process (a global random state, say). The blocks that show
-    the results are run again each in a process of their own by
-    ``test_snippets.py``, which checks that they print what the build printed.
-    Timings describe the machine, not the code, so they are left out.
+    Its results are also the second clean computation of every experiment: against
+    the first build's (computed while the pages rendered, other processes computing
+    what) ``test_two_clean_computations_give_identical_results`` checks that no
+    result depends on the run, the process or what ran before it in that process.
     """
-    from llmlab.precompute import load_manifest
-
-    tmp = tmp_path_factory.mktemp("second-precompute")
-    (tmp / "examples").mkdir()  # the experiments only
-    pages: dict[str, list[str]] = {}
-    for call in load_manifest(ROOT / "docs" / "experiments.toml"):
-        if not call.function().machine_dependent:
-            pages.setdefault(call.page, []).append(call.text)
-    manifest = tmp / "experiments.toml"  # JSON's arrays of strings are TOML's too
-    manifest.write_text("".join(f"[{json.dumps(page)}]\ncalls = {json.dumps(calls)}\n"
-                                for page, calls in pages.items()), encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
-         "--examples", str(tmp / "examples"),
-         "--cache-dir", str(tmp / "cache"), "--workers", "1"],
-        cwd=ROOT, env=build_env(), capture_output=True, text=True, timeout=1800)
+    tmp = tmp_path_factory.mktemp("readme-route")
+    clone = _clean_copy(tmp / "clone")
+    env = build_env(PYTHONPATH=str(clone / "src"))  # the clone's llmlab, as its venv has
+    for name in ("LLMLAB_CACHE_DIR", "LLMLAB_CACHE", "LLMLAB_CACHE_MISS", "PYTHONUNBUFFERED"):
+        env.pop(name, None)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "llmlab.precompute"], cwd=clone / "docs",
+                          env=env, capture_output=True, text=True, timeout=3600)
+    precompute_seconds = time.perf_counter() - start
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return tmp / "cache"
+    port = _free_port()
+    env["SITE_URL"] = f"http://127.0.0.1:{port}/"
+    log_path = tmp / "serve.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        start = time.perf_counter()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "-f", str(clone / "mkdocs.yml"),
+             "-a", f"127.0.0.1:{port}"], cwd=tmp, env=env, stdout=log,
+            stderr=subprocess.STDOUT, text=True)
+        try:
+            import torch
+
+            _wait_for(f"http://127.0.0.1:{port}/", torch.__version__, 1800,
+                      alive=server)  # the home page, its provenance computed
+            first_page = time.perf_counter() - start
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    return ReadmeRoute(clone, clone / ".cache" / "llmlab", proc.stdout + proc.stderr,
+                       precompute_seconds, first_page, log_path.read_text(encoding="utf-8"))
+
+
+def test_the_readmes_serve_route_works_from_a_clean_clone(readme_route, record_property
+                                                         ) -> None:
+    route = readme_route
+    record_property("precompute_seconds", round(route.precompute_seconds, 1))
+    record_property("first_page_seconds", round(route.first_page_seconds, 1))
+    # progress as it happens: what ran and how far along, then the total
+    steps = re.findall(r"^precompute: \[\s*(\d+)/(\d+)\] ", route.precompute_log, re.M)
+    assert steps and int(steps[-1][0]) == int(steps[-1][1]) == len(steps), route.precompute_log
+    assert re.search(r"^precompute: \d+ results, \d+ notebooks in ", route.precompute_log, re.M)
+    # the server found everything computed (the same cache, wherever it ran from)
+    assert "precompute: " not in route.serve_log, route.serve_log[-3000:]
+    assert "NotPrecomputedError" not in route.serve_log
+
+
+def test_a_deleted_or_damaged_cache_entry_is_computed_again(readme_route) -> None:
+    """After the route, a result is deleted and a notebook page damaged: the next run
+    makes those again (and leaves the rest: equal to the first, whatever the order)."""
+    route = readme_route
+    report = json.loads((route.cache / "precompute.json").read_text(encoding="utf-8"))
+    cheap = min((j for j in report["jobs"] if not j["machine"] and not j["parent"]),
+                key=lambda j: j["seconds"] or 0.0)
+    (route.cache / f"{cheap['key']}.pkl").unlink()
+    page = route.cache / "site" / "en" / "notebooks" / "quickstart.md"
+    page.write_text("damaged", encoding="utf-8")
+    env = build_env(PYTHONPATH=str(route.clone / "src"))
+    env.pop("LLMLAB_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-m", "llmlab.precompute"], cwd=route.clone,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert re.search(rf"\[1/1\] \w+\.{cheap['name']} \(", proc.stdout), proc.stdout
+    assert (route.cache / f"{cheap['key']}.pkl").is_file()
+    assert page.read_text(encoding="utf-8") != "damaged"
 
 
 def _same(a: object, b: object) -> bool:
@@ -678,17 +758,16 @@ def test_the_result_comparison_sees_a_difference() -> None:
     assert _same({"a": 1, "b": 2}, {"b": 2, "a": 1}) and not _same((1,), [1])
 
 
-def test_two_clean_computations_give_identical_results(built_site, second_precompute) -> None:
+def test_two_clean_computations_give_identical_results(built_site, readme_route) -> None:
     import pickle
 
-    report = json.loads((second_precompute / "precompute.json").read_text(encoding="utf-8"))
-    jobs = report["jobs"]
-    assert not any(j["machine"] for j in jobs)  # the timings were left out
+    report = json.loads((readme_route.cache / "precompute.json").read_text(encoding="utf-8"))
+    jobs = [j for j in report["jobs"] if not j["machine"]]  # timings describe the machine
     assert len(jobs) >= 30, len(jobs)  # every page's experiments and their parts
     differ = []
     for job in jobs:
         first, second = (pickle.loads((folder / f"{job['key']}.pkl").read_bytes())[0]
-                         for folder in (built_site.cache_dir, second_precompute))
+                         for folder in (built_site.cache_dir, readme_route.cache))
         if not _same(first, second):
             differ.append(f"{job['module']}.{job['name']}({job['kwargs']})")
     assert not differ, f"results that changed between two clean computations: {differ}"
@@ -739,7 +818,6 @@ def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path
 def test_saved_block_outputs_follow_the_code_they_depend_on(tmp_path: Path) -> None:
     """A saved output is reused only while its code, the llmlab modules it
     imports and (for a machine-dependent block) the commit are unchanged."""
-    import shutil
 
     src = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "llmlab", src / "llmlab",

@@ -58,6 +58,7 @@ __all__ = [
     "compute",
     "dependency_files",
     "disk_cache_enabled",
+    "load_stored",
     "machine_fingerprint",
     "plan",
     "snippet_hash",
@@ -366,9 +367,25 @@ def _store(path: Path, value: Any) -> None:
     tmp.replace(path)
 
 
-def _load(path: Path) -> tuple[Any, float]:
-    with path.open("rb") as fh:
-        return pickle.load(fh)
+def load_stored(path: Path) -> tuple[Any, float] | None:
+    """The ``(result, seconds)`` stored at ``path``; None when there is none.
+
+    A file that cannot be read back (cut short, overwritten by something else)
+    is removed and counts as missing, so it is computed again: a cache entry
+    is never trusted more than a missing one.
+    """
+    try:
+        with path.open("rb") as fh:
+            stored = pickle.load(fh)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - any unreadable entry: pickle raises many kinds
+        path.unlink(missing_ok=True)
+        return None
+    if not (isinstance(stored, tuple) and len(stored) == 2):
+        path.unlink(missing_ok=True)
+        return None
+    return stored
 
 
 def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
@@ -399,9 +416,10 @@ def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:
     if policy in ("error", "wait"):
         call = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise NotPrecomputedError(
-            f"{name}({call}) was not precomputed (LLMLAB_CACHE_MISS={policy}): list "
-            "the call under its page in docs/experiments.toml, then run "
-            "`python -m llmlab.precompute`")
+            f"{name}({call}) is not in the result cache {path.parent if path else ''} "
+            f"(LLMLAB_CACHE_MISS={policy}): run `python -m llmlab.precompute` in the "
+            "course's folder; if it still misses, the page calls it with arguments that "
+            "docs/experiments.toml does not list under the page")
 
 
 def cached(
@@ -436,6 +454,7 @@ def cached(
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         key = cache_key(wrapper, *args, **kwargs)
+        source = None
         if key in _MEMORY:
             source = "memory"
         else:
@@ -446,14 +465,19 @@ def cached(
                 _MEMORY[key], source = _timed(fn, bound), "computed"
             else:
                 path = folder / f"{key}.pkl"
-                if not path.exists():
-                    _miss(name, bound, path)
-                with _key_lock(path):
-                    if path.exists():
-                        _MEMORY[key], source = _load(path), "disk"
-                    else:
-                        _MEMORY[key], source = _timed(fn, bound), "computed"
-                        _store(path, _MEMORY[key])
+                stored = load_stored(path)
+                if stored is None:
+                    _miss(name, bound, path)  # raises, or waits for precompute to store it
+                    stored = load_stored(path)
+                if stored is None:
+                    with _key_lock(path):  # one process computes it, the others read it
+                        stored = load_stored(path)
+                        if stored is None:
+                            stored = _timed(fn, bound)
+                            _store(path, stored)
+                            source = "computed"
+                _MEMORY[key] = stored
+                source = "disk" if source is None else source
         result, compute_seconds = _MEMORY[key]
         RUN_LOG.append(RunRecord(name, key, time.perf_counter() - start, source,
                                  compute_seconds))
@@ -493,9 +517,11 @@ def stored_seconds(fn: Callable[..., Any], **kwargs: Any) -> float | None:
     if folder is None:
         return None
     path = folder / f"{cache_key(fn, **kwargs)}.pkl"
-    if not path.exists():
+    stored = load_stored(path)
+    if stored is None:
         _miss(f"{fn.__module__}.{fn.__qualname__}", _bound_arguments(fn, (), kwargs), path)
-    return _load(path)[1] if path.exists() else None
+        stored = load_stored(path)
+    return None if stored is None else stored[1]
 
 
 def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
@@ -510,7 +536,7 @@ def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
         raise ValueError("compute() needs the disk cache: set LLMLAB_CACHE_DIR to a folder")
     path = folder / f"{cache_key(fn, **kwargs)}.pkl"
     with _key_lock(path, wait=False) as held:
-        if not held or path.exists():
+        if not held or load_stored(path) is not None:
             return None
         result, seconds = _timed(getattr(fn, "uncached", fn), _bound_arguments(fn, (), kwargs))
         _store(path, (result, seconds))

@@ -4,10 +4,11 @@
     python -m llmlab.precompute --workers 1     # one process
     python -m llmlab.precompute --list          # the calls, by page; compute nothing
 
-The manifest (``docs/experiments.toml``) names, per page, the experiments its
+It runs from any folder of the course's checkout (:func:`project_root`). The
+manifest (``docs/experiments.toml``) names, per page, the experiments its
 blocks call. This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
-``.cache/llmlab``) in worker processes, costliest first, each split experiment's
+``.cache/llmlab`` in the checkout) in worker processes, costliest first, each split experiment's
 parts side by side (timings alone: see :func:`run_jobs`). Among those jobs it
 executes every notebook in ``examples/`` (the jupytext files; plain scripts such
 as ``train_ddp.py`` are left alone) once, in IPython, in a fresh process each,
@@ -17,7 +18,9 @@ under ``<cache>/site/<lang>/notebooks/``. The
 site's pages read the results from the cache; a call that is not in the
 manifest misses there and fails the build. A run whose inputs (``llmlab``'s
 source, the manifest, the notebooks, the versions) have not changed since the
-last successful one does nothing (:func:`stamp`, :func:`report_path`).
+last successful one, and whose outputs are all still in the cache as that run
+left them, does nothing (:func:`stamp`, :func:`up_to_date`); a deleted or
+damaged output is made again.
 
 Taught on: the home page ("How the numbers are made").
 """
@@ -46,8 +49,9 @@ from typing import Any
 from llmlab import cache
 
 __all__ = ["Call", "compute_experiments", "dependencies", "load_manifest", "main",
-           "notebook_jobs", "notebook_markdown", "notebooks", "report_path", "run_jobs",
-           "split_notebook", "stamp"]
+           "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
+           "project_root", "report_path", "run_jobs", "split_notebook", "stamp",
+           "up_to_date"]
 
 LANGUAGES = ("zh", "en")
 NOTEBOOK_COST = 1.0  # rough seconds a notebook takes on one core (a scheduling hint)
@@ -57,6 +61,50 @@ REPORT = "precompute.json"  # the latest run's report; each run's is also kept b
 def report_path(folder: str | Path, stamp: str) -> Path:
     """Where the run with inputs ``stamp`` keeps its report (checkouts may share a cache)."""
     return Path(folder) / "precompute" / f"{stamp[:32]}.json"
+
+
+def project_root(start: str | Path | None = None) -> Path | None:
+    """The course's checkout: the first folder at or above ``start`` (default:
+    the working folder) that holds ``docs/experiments.toml``, else the checkout
+    ``llmlab`` is installed from (an editable install), else None."""
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    installed = Path(__file__).resolve().parents[2]  # <checkout>/src/llmlab/precompute.py
+    for folder in (here, *here.parents, installed):
+        if (folder / "docs" / "experiments.toml").is_file():
+            return folder
+    return None
+
+
+def output_digests(folder: str | Path, files: list[str]) -> dict[str, str]:
+    """SHA-256 of each of ``files`` (paths relative to the cache ``folder``)."""
+    return {name: hashlib.sha256((Path(folder) / name).read_bytes()).hexdigest()
+            for name in files}
+
+
+def up_to_date(folder: str | Path, current: str) -> bool:
+    """Whether the run with inputs ``current`` (:func:`stamp`) has nothing to do.
+
+    True when that run finished and every result, executed notebook and page it
+    wrote is still in the cache as it left them. A file that is missing or
+    changed makes it False; a changed one is removed, so the next run makes it
+    again instead of reading it.
+    """
+    path = report_path(folder, current)
+    try:
+        digests = json.loads(path.read_text(encoding="utf-8"))["outputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    fresh = True
+    for name, digest in digests.items():
+        file = Path(folder) / name
+        try:
+            same = hashlib.sha256(file.read_bytes()).hexdigest() == digest
+        except OSError:
+            same = False
+        if not same:
+            file.unlink(missing_ok=True)
+            fresh = False
+    return fresh
 
 
 @dataclass(frozen=True)
@@ -186,8 +234,11 @@ def _longest_paths(jobs: dict[str, dict[str, Any]], deps: dict[str, set[str]]
 
 def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int,
              compute: Callable[[dict[str, Any]], tuple[str, float | None]],
-             pool: Callable[[int], Any]) -> list[dict[str, Any]]:
-    """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done.
+             pool: Callable[[int], Any],
+             on_done: Callable[[dict[str, Any]], None] | None = None
+             ) -> list[dict[str, Any]]:
+    """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done;
+    ``on_done(job)`` (its ``seconds`` added) as each one ends.
 
     Timings (``machine``) run alone, each with no other job beside it: first the
     parts they read, the cost-free jobs and those of the pages up to the first
@@ -221,6 +272,12 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
     done: list[dict[str, Any]] = []
     finished: set[str] = set()
 
+    def record(job: dict[str, Any], seconds: float | None) -> None:
+        done.append({**job, "seconds": seconds})
+        finished.add(job["key"])
+        if on_done is not None:
+            on_done(done[-1])
+
     def side_by_side(keys: set[str]) -> None:
         pending = set(keys)
         with pool(max(1, workers)) as executor:
@@ -235,15 +292,12 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
                     raise RuntimeError(f"jobs wait on each other: {sorted(pending)}")
                 finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished_now:
-                    job = running.pop(future)
-                    done.append({**job, "seconds": future.result()[1]})
-                    finished.add(job["key"])
+                    record(running.pop(future), future.result()[1])
 
     side_by_side(first)
     for job in timings:  # alone: nothing else runs beside a timing
         with pool(1) as executor:
-            done.append({**job, "seconds": executor.submit(compute, job).result()[1]})
-        finished.add(job["key"])
+            record(job, executor.submit(compute, job).result()[1])
     side_by_side(set(todo) - first - {j["key"] for j in timings})
     return done
 
@@ -282,11 +336,14 @@ def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], exampl
     return jobs, deps
 
 
-def compute_experiments(calls: list[Call], workers: int, examples: Path | None = None
+def compute_experiments(calls: list[Call], workers: int, examples: Path | None = None,
+                        on_start: Callable[[list[dict]], None] | None = None,
+                        on_done: Callable[[dict], None] | None = None
                         ) -> tuple[list[dict], list[dict]]:
     """Fill the cache with every call's result and execute every notebook in
     ``examples`` not executed yet, each once the experiments the manifest lists
-    for it are stored; (jobs run, each call's planned jobs)."""
+    for it are stored; (jobs run, each call's planned jobs). ``on_start(jobs)``
+    gets the jobs to run before the first starts, ``on_done(job)`` each as it ends."""
     import torch
 
     torch.set_num_threads(1)
@@ -301,8 +358,8 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
     todo: dict[str, dict[str, Any]] = {}
     for jobs in planned:
         for job in jobs:
-            if not (folder / f"{job['key']}.pkl").exists():
-                todo.setdefault(job["key"], job)
+            if job["key"] not in todo and cache.load_stored(folder / f"{job['key']}.pkl") is None:
+                todo[job["key"]] = job  # missing, or unreadable (then removed)
     ranks: dict[str, tuple[str, str]] = {}  # each job: the first page that shows it
     for call, jobs in zip(calls, planned):
         for job in jobs:
@@ -321,8 +378,10 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
 
         matplotlib.use("Agg")
         (folder / "notebooks").mkdir(parents=True, exist_ok=True)
+    if on_start is not None:
+        on_start(list(todo.values()))
     done = run_jobs(list(todo.values()), deps, workers, _compute,
-                    lambda n: ProcessPoolExecutor(n, mp_context=_context()))
+                    lambda n: ProcessPoolExecutor(n, mp_context=_context()), on_done)
     return done, planned
 
 
@@ -477,7 +536,7 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
             for file, text in files.items():
                 if not (site / file).is_file() or (site / file).read_text("utf-8") != text:
                     (site / file).write_text(text, encoding="utf-8")
-        report.append({"notebook": path.name, "key": key[:16],
+        report.append({"notebook": path.name, "key": key[:16], "file": f"{key}.ipynb",
                        "seconds": seconds.get(path.name)})
     return report
 
@@ -485,39 +544,86 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
 # --------------------------------------------------------------------------
 # the program
 # --------------------------------------------------------------------------
+def _say(line: str) -> None:
+    """A line of the program's progress, shown at once (also in a pipe or a log)."""
+    print(f"precompute: {line}", flush=True)
+
+
+def _job_name(job: dict[str, Any]) -> str:
+    return job["name"] if "notebook" in job else (
+        f"{job['module'].rsplit('.', 1)[-1]}.{job['name']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llmlab.precompute",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--manifest", default="docs/experiments.toml")
-    parser.add_argument("--examples", default="examples", help="folder of notebooks")
-    parser.add_argument("--cache-dir", help="default: $LLMLAB_CACHE_DIR or .cache/llmlab")
+    parser.add_argument("--manifest", type=Path,
+                        help="default: docs/experiments.toml of the course's checkout")
+    parser.add_argument("--examples", type=Path,
+                        help="folder of notebooks (default: the checkout's examples/)")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="default: $LLMLAB_CACHE_DIR, else the checkout's .cache/llmlab")
     parser.add_argument("--workers", type=int,
-                        default=int(os.environ.get("LLMLAB_BUILD_WORKERS", os.cpu_count() or 1)))
+                        default=int(os.environ.get("LLMLAB_BUILD_WORKERS", os.cpu_count() or 1)),
+                        help="worker processes (default: %(default)s, one per core)")
     parser.add_argument("--list", action="store_true", help="print the calls and stop")
     args = parser.parse_args(argv)
-    os.environ["LLMLAB_CACHE_DIR"] = args.cache_dir or os.environ.get(
-        "LLMLAB_CACHE_DIR", ".cache/llmlab")
+    root = project_root()
+    if root is None and (args.manifest is None or args.examples is None):
+        parser.exit(2, f"{parser.prog}: error: no docs/experiments.toml in {Path.cwd()} or "
+                       "above it: run this in the course's folder, or pass --manifest and "
+                       "--examples\n")
+    manifest = (args.manifest or root / "docs" / "experiments.toml").resolve()
+    examples = (args.examples or root / "examples").resolve()
+    if args.workers < 1:
+        parser.exit(2, f"{parser.prog}: error: --workers must be at least 1, got "
+                       f"{args.workers}\n")
+    for name, path, kind in (("--manifest", manifest, "file"), ("--examples", examples, "dir")):
+        if not (path.is_file() if kind == "file" else path.is_dir()):
+            parser.exit(2, f"{parser.prog}: error: {name} {path} is not a "
+                           f"{'file' if kind == 'file' else 'folder'}\n")
+    # absolute: the notebooks run in their own folder, and the build reads the same one
+    folder = Path(args.cache_dir or os.environ.get("LLMLAB_CACHE_DIR")
+                  or (root or Path.cwd()) / ".cache" / "llmlab").expanduser().resolve()
+    os.environ["LLMLAB_CACHE_DIR"] = str(folder)
     os.environ.pop("LLMLAB_CACHE", None)  # results go to disk: the pages read them there
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ["LLMLAB_CACHE_MISS"] = "error"  # notebooks too: only what is listed
-    calls = load_manifest(args.manifest)
+    try:
+        calls = load_manifest(manifest)
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {manifest}: {error}\n")
     if args.list:
         for call in calls:
             print(f"{call.page}: {call.text}")
         return 0
-    folder = cache.cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    current = stamp(args.manifest, args.examples)
-    if report_path(folder, current).is_file():
-        print("precompute: up to date")
+    current = stamp(manifest, examples)
+    if up_to_date(folder, current):
+        _say(f"up to date ({folder})")
         return 0
     start, cpu = time.perf_counter(), time.process_time()
-    done, planned = compute_experiments(calls, args.workers, Path(args.examples))
-    for job in done:
+    count = {"done": 0, "total": 0}
+
+    def started(jobs: list[dict[str, Any]]) -> None:
+        count["total"] = len(jobs)
+        books = sum("notebook" in job for job in jobs)
+        cost = sum(job["cost"] for job in jobs)
+        if jobs:
+            _say(f"{len(jobs) - books} experiments and {books} notebooks to run in "
+                 f"{folder} on {args.workers} worker process(es) (their cost hints add "
+                 f"up to {cost:.0f} CPU-seconds)")
+
+    def finished(job: dict[str, Any]) -> None:
+        count["done"] += 1
         state = "stored already" if job["seconds"] is None else f"{job['seconds']:.1f} s"
-        print(f"precompute: {job['module'].rsplit('.', 1)[-1]}.{job['name']} ({state})")
-    notebooks = run_notebooks(Path(args.examples), {job["name"]: job["seconds"]
-                                                    for job in done if "notebook" in job})
+        width = len(str(count["total"]))
+        _say(f"[{count['done']:{width}}/{count['total']}] {_job_name(job)} ({state}; "
+             f"{time.perf_counter() - start:.0f} s in)")
+
+    done, planned = compute_experiments(calls, args.workers, examples, started, finished)
+    books = run_notebooks(examples, {job["name"]: job["seconds"]
+                                     for job in done if "notebook" in job})
     done = [job for job in done if "notebook" not in job]
     seconds = {job["key"]: job["seconds"] for job in done}
     pages: dict[str, list[dict[str, Any]]] = {}
@@ -526,16 +632,20 @@ def main(argv: list[str] | None = None) -> int:
             {"call": call.text, "name": f"{call.module}.{call.name}", "key": jobs[-1]["key"],
              "keys": [j["key"] for j in jobs], "computed": {j["key"]: seconds[j["key"]]
                                                            for j in jobs if j["key"] in seconds}})
+    outputs = sorted({f"{j['key']}.pkl" for jobs in planned for j in jobs}
+                     | {f"notebooks/{b['file']}" for b in books}
+                     | {f"site/{lang}/notebooks/{Path(b['notebook']).stem}{suffix}"
+                        for b in books for lang in LANGUAGES for suffix in (".md", ".ipynb", ".py")})
     report = {"stamp": current, "wall_seconds": time.perf_counter() - start,
               "main_cpu_seconds": time.process_time() - cpu, "workers": args.workers,
-              "jobs": done, "notebooks": notebooks, "pages": pages}
+              "jobs": done, "notebooks": books, "pages": pages,
+              "outputs": output_digests(folder, outputs)}
     report_path(folder, current).parent.mkdir(exist_ok=True)
     for path in (folder / REPORT, report_path(folder, current)):
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
-    print(f"precompute: {len(done)} results, {len(notebooks)} notebooks in "
-          f"{report['wall_seconds']:.1f} s")
+    _say(f"{len(done)} results, {len(books)} notebooks in {report['wall_seconds']:.1f} s")
     return 0
 
 
