@@ -1,6 +1,6 @@
 # LLM Lab: one command to set up and serve, one to set up and test.
 #   make serve   -> .venv from the pinned files, then the site on http://127.0.0.1:8000
-#   make test    -> .venv from the pinned files, Chromium for the browser tests, pytest
+#   make test    -> .venv from the pinned files, the CJK font, Chromium, pytest
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -10,43 +10,47 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 export NO_MKDOCS_2_WARNING ?= 1
+# Progress lines show as they happen, in a terminal, a pipe or a log.
+export PYTHONUNBUFFERED ?= 1
 
-.PHONY: setup serve build build-zh test test-fast browser-deps bench lock clean
+.PHONY: setup fonts serve build build-zh test test-fast browser-deps bench lock clean
 
-$(STAMP): pyproject.toml requirements/lock.txt requirements/torch.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	@# Keep a torch the reader installed for their platform (CUDA, ROCm, MPS...).
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q -r requirements/torch.txt
-	$(BIN)/pip install -q -r requirements/lock.txt
-	$(BIN)/pip install -q --no-deps -e .
-	touch $@
+# Announces each step; keeps a torch already in .venv; CPU torch on Linux.
+$(STAMP): pyproject.toml requirements/lock.txt requirements/torch.txt scripts/setup-venv.sh
+	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup-venv.sh
+	@touch $@
 
 setup: $(STAMP)
 
+# A CJK font for the Chinese figure labels (installed when root on Debian, else named).
+fonts: setup
+	@VENV=$(VENV) bash scripts/ensure-fonts.sh
+
 # The experiments and notebooks first (python -m llmlab.precompute; the build would
 # run it too when they are stale), then the site.
-serve: setup
+serve: fonts
+	@echo "serve: computing what the pages show (a few minutes the first time)"
 	$(BIN)/python -m llmlab.precompute
+	@echo "serve: building the site, then serving it on http://127.0.0.1:8000"
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
-build: setup
+build: fonts
 	$(BIN)/python -m llmlab.precompute
 	$(BIN)/mkdocs build --strict
 
 # While writing: build the Chinese pages only (see README).
-build-zh: setup
+build-zh: fonts
 	$(BIN)/python -m llmlab.precompute
 	LLMLAB_BUILD_EN=false $(BIN)/mkdocs build
 
 browser-deps:
-	bash scripts/ensure-chromium.sh
+	@bash scripts/ensure-chromium.sh
 
-test: setup browser-deps
+test: fonts browser-deps
 	$(BIN)/pytest
 
-# Everything but the slow site build and the browser, on every core (pytest-xdist).
-# Not for `make test`: the site build asserts timings, which other tests would disturb.
+# Everything but the site build and the browser (most of the suite's time), on every
+# core (pytest-xdist).
 test-fast: setup
 	$(BIN)/pytest -m "not site and not browser" -n auto
 
@@ -56,7 +60,9 @@ bench: setup
 # The lock is what a fresh environment resolves from pyproject.toml (torch excluded).
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
-	.venv-lock/bin/pip install -q -r requirements/torch.txt
+	.venv-lock/bin/pip install -q -r requirements/torch.txt \
+	  --index-url https://download.pytorch.org/whl/cpu \
+	  || .venv-lock/bin/pip install -q -r requirements/torch.txt
 	.venv-lock/bin/pip install -q ".[docs,test,plot]"
 	{ head -2 requirements/lock.txt; .venv-lock/bin/pip freeze --exclude-editable \
 	  | grep -v -i '^torch==\|^llmlab'; } > requirements/lock.new

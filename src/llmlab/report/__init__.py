@@ -42,10 +42,12 @@ from llmlab.checks import (
 )
 
 __all__ = [
+    "CJK_FONTS",
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
     "Label",
     "Localized",
+    "cjk_font",
     "figure",
     "fmt_float",
     "fmt_int",
@@ -263,19 +265,43 @@ CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "PingFang
              "Microsoft YaHei", "WenQuanYi Zen Hei", "SimHei")
 
 
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` Matplotlib can draw Chinese labels with, or None.
+
+    Matplotlib lists the system's fonts once, in a cache, the first time it
+    runs: a font installed after that is missing from the list. So when none of
+    :data:`CJK_FONTS` is listed, the system's fonts the list lacks are added to
+    it first (Matplotlib's ``addfont``), in this process.
+    """
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+
+    def listed() -> str | None:
+        names = {f.name for f in manager.ttflist}
+        return next((name for name in CJK_FONTS if name in names), None)
+
+    if listed() is None:
+        known = {f.fname for f in manager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path not in known:
+                try:
+                    manager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # a file it cannot read
+                    continue
+    return listed()
+
+
 def _style(lang: str) -> dict[str, Any]:
     style: dict[str, Any] = {"svg.hashsalt": "llmlab", "svg.fonttype": "path"}
     if lang == "zh":
-        from matplotlib import font_manager
-
-        installed = {f.name for f in font_manager.fontManager.ttflist}
-        found = [name for name in CJK_FONTS if name in installed]
-        if not found:
+        font = cjk_font()
+        if font is None:
             raise RuntimeError(
                 "no CJK font for Chinese figure labels: install one of "
                 f"{', '.join(CJK_FONTS)} (Debian: apt-get install fonts-noto-cjk)")
         # a list of families: glyphs the CJK font lacks (ᵀ, √) come from DejaVu Sans
-        style["font.family"] = [found[0], "DejaVu Sans"]
+        style["font.family"] = [font, "DejaVu Sans"]
     return style
 
 
