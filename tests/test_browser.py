@@ -22,6 +22,10 @@ from conftest import ROOT
 pytestmark = [pytest.mark.site, pytest.mark.browser]
 
 ARTIFACTS = ROOT / "test-artifacts"
+# How long a test waits for something to happen (a load, a request, a button): a
+# guard against hanging, not a budget. Speed is measured by benchmarks/page_tasks.py
+# and benchmarks/lighthouse.py, never asserted here.
+WAIT_MS = 120_000
 
 
 def _chromium() -> str:
@@ -57,18 +61,14 @@ def _gzipped_size(path: Path) -> int:
     return len(gzip.compress(path.read_bytes(), 6))
 
 
-# recorded from before the page's own scripts run, in every page of a test
-_LONG_TASKS = ("window.__llmlabLongTasks = []; new PerformanceObserver(list => list.getEntries()"
-               ".forEach(e => window.__llmlabLongTasks.push(e.duration)))"
-               ".observe({type: 'longtask', buffered: true});")
-
-
 class Watched:
     """A page whose console errors and off-site or failed requests are recorded."""
 
     def __init__(self, browser, base: str, built_for: str = "", site_dir: Path | None = None,
                  **context_args) -> None:
         self.context = browser.new_context(**context_args)
+        # a bound on waiting, never a speed check: a busy machine must not fail a test
+        self.context.set_default_timeout(WAIT_MS)
         self.page = self.context.new_page()
         self.base = base
         self.site_dir = site_dir
@@ -77,7 +77,6 @@ class Watched:
         self.offsite: list[str] = []
         self.failed: list[str] = []
         self.requested: list[str] = []  # every response's URL, the search worker's too
-        self.context.add_init_script(_LONG_TASKS)
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         # ERR_ABORTED is a request cancelled because the test navigated on (the
@@ -126,10 +125,6 @@ class Watched:
             path = self.site_dir / urlsplit(url[len(prefix):]).path
             total += _gzipped_size(path / "index.html" if path.is_dir() else path)
         return total / 1024
-
-    def long_tasks_ms(self) -> list[float]:
-        """The main thread's tasks over 50 ms since the page loaded (Long Tasks API)."""
-        return self.page.evaluate("window.__llmlabLongTasks")
 
     def check_clean(self) -> None:
         assert self.errors == [], f"console errors: {self.errors}"
@@ -197,7 +192,7 @@ def test_search_finds_a_word_inside_a_sentence(watched, rel: str, query: str) ->
     # key events, so release a harmless key as a person's keyboard would.
     box.press("ArrowRight")
     results = w.page.locator(".md-search-result__item")
-    results.first.wait_for(timeout=20_000)
+    results.first.wait_for()
     assert results.count() >= 1
     texts = " ".join(results.all_inner_texts()).replace("\u200b", "")
     assert query.lower() in texts.lower(), texts[:500]
@@ -229,11 +224,11 @@ def test_code_blocks_are_set_up_once_they_come_into_view(watched) -> None:
     w.goto("lectures/tokenization/")
     blocks = w.page.locator("article div.highlight >> visible=true")  # not in a folded solution
     blocks.first.scroll_into_view_if_needed()
-    blocks.first.locator(COPY).first.wait_for(timeout=15_000)  # Material's script has run
+    blocks.first.locator(COPY).first.wait_for()  # Material's script has run
     last = blocks.nth(blocks.count() - 1)
     assert last.locator(COPY).count() == 0, "a block far below the fold already has its button"
     last.scroll_into_view_if_needed()
-    last.locator(COPY).first.wait_for(timeout=15_000)
+    last.locator(COPY).first.wait_for()
     w.check_clean()
 
 
@@ -284,7 +279,7 @@ def _check_page(w: Watched, rel: str) -> None:
     # every image decodes: the figures load lazily, so ask for all of them now
     page.evaluate("document.querySelectorAll('img[loading=lazy]')"
                   ".forEach(i => { i.loading = 'eager'; })")
-    page.wait_for_function("[...document.images].every(i => i.complete)", timeout=15_000)
+    page.wait_for_function("[...document.images].every(i => i.complete)")
     broken = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
         ".map(i => i.alt || i.src.slice(0, 60))"
@@ -320,30 +315,26 @@ def test_every_page_in_both_languages(watched, site_server, rel: str) -> None:
 
 
 TRANSFER_BUDGET_KIB = 800  # #16: what a page load may transfer, the search index included
-LONG_TASK_BUDGET_MS = 200  # the longest main-thread task of a page load, on this machine's CPU
 
 
-def _check_load(w: Watched, rel: str, tasks: bool) -> None:
-    """What the load of ``rel`` just done transferred, and (``tasks``) its longest task.
+def _check_load(w: Watched, rel: str) -> None:
+    """What the load of ``rel`` just done requested and transferred.
 
-    Tasks are measured on a load after the first one of the context: the first
-    also compiles Material's script (150-290 ms here, the page's own work included),
-    the same on every page. The next ones show what the page itself costs: 50-125 ms
-    on this site, 170-320 ms on its lectures when KaTeX typeset the formulas in the
-    browser. Unthrottled: Lighthouse's phone is about four times slower
-    (``benchmarks/lighthouse.py`` simulates it).
+    Material's script and the search index wait for the page to load and paint
+    (overrides/main.html): the test waits until both have been requested (however
+    long a busy machine takes), then checks that both came after the load event,
+    that Material set the page up all the same, and the bytes transferred. How
+    long the page's tasks take is measured by ``benchmarks/page_tasks.py``.
     """
-    kib = w.transferred_kib()
-    assert kib <= TRANSFER_BUDGET_KIB, f"{rel}: {kib:.0f} KiB transferred"
-    assert any(url.endswith("/search/search_index.json") for url in w.requested), rel
-    longest = max(w.long_tasks_ms(), default=0)
-    assert not tasks or longest <= LONG_TASK_BUDGET_MS, f"{rel}: a {longest:.0f} ms task"
-    # Material's script and the search index wait for the page to load and paint
-    # (overrides/main.html), and Material then sets the page up all the same
+    w.page.wait_for_function(f"() => Object.keys(({_AFTER_LOAD})()).length === 2")
+    w.page.wait_for_function(_SET_UP)
     after = w.page.evaluate(_AFTER_LOAD)
     assert sorted(after) == ["bundle", "search_index"], f"{rel}: requested {after}"
     assert min(after.values()) >= 0, f"{rel}: ms after the load event: {after}"
-    assert w.page.evaluate(_SET_UP), f"{rel}: Material did not set the page up"
+    w.page.wait_for_load_state("networkidle")  # every response recorded
+    assert any(url.endswith("/search/search_index.json") for url in w.requested), rel
+    kib = w.transferred_kib()
+    assert kib <= TRANSFER_BUDGET_KIB, f"{rel}: {kib:.0f} KiB transferred"
     w.requested.clear()
 
 
@@ -371,7 +362,7 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
     w = watched(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True)
     for prefix in ("", "en/"):
         w.goto(prefix + rel)
-        _check_load(w, prefix + rel, tasks=prefix != "")
+        _check_load(w, prefix + rel)
         # what extra.css lays out only in view (content-visibility) clips what would
         # overflow it: measured laid out, as a reader scrolling to it sees it, content
         # wider than the screen shows here
@@ -386,8 +377,6 @@ def test_every_page_fits_a_phone(watched, rel: str) -> None:
         assert wide == [], f"{prefix}{rel}: figures wider than the screen: {wide}"
         name = (prefix + rel).strip("/").replace("/", "_") or "home"
         _shot(w, f"phone-{name}")
-    w.goto(rel)  # the Chinese page again, Material's script compiled
-    _check_load(w, rel, tasks=True)
     w.check_clean()
 
 
@@ -414,7 +403,7 @@ def test_copy_button_copies_each_block_of_a_lecture(watched) -> None:
     for i in range(highlighted.count()):
         highlighted.nth(i).scroll_into_view_if_needed()  # content.lazy: set up once in view
         button = highlighted.nth(i).locator(COPY).first
-        button.wait_for(timeout=15_000)
+        button.wait_for()
         button.click()
         copied.append(w.page.evaluate("navigator.clipboard.readText()").strip())
     for code in blocks:

@@ -20,6 +20,7 @@ from llmlab.experiments.building_blocks import (
 )
 from llmlab.checks import check_choice, check_type
 from llmlab.report import (
+    Label,
     Localized,
     fmt_float,
     fmt_int,
@@ -44,6 +45,7 @@ __all__ = [
     "norm_comparison_table",
     "norm_share_summary",
     "parameter_check_table",
+    "roofline_summary",
     "rope_frequency_figure",
     "rope_scores_figure",
 ]
@@ -136,6 +138,39 @@ def kernels_table(r: FlopsRuntimeResult) -> Localized:
                label("时间占比（PyTorch）", "time share (PyTorch)"),
                label("时间占比（llmlab）", "time share (llmlab)")]
     return table(headers, rows)
+
+
+def _names(ops: list[str]) -> Label:
+    """Op names as one list in both languages ("无" / "none" when there are none)."""
+    names = [OPS.get(op, label(op, op)) for op in ops]
+    return label("、".join(n.zh for n in names) or "无", ", ".join(n.en for n in names) or "none")
+
+
+def roofline_summary(r: FlopsRuntimeResult, impl: str = "torch") -> Localized:
+    """What this machine measured, in words: the ops above its ridge point
+    (compute-bound) and below it (memory-bound), and those whose time share is
+    above their FLOP share. Measured, so it describes this machine only."""
+    check_type("r", r, FlopsRuntimeResult)
+    check_choice("impl", impl, ("torch", "llmlab"))
+    rows = r.layer(impl)
+    above, below = ([r.ops[i] for i in rows if r.memory_bound(i) == bound]
+                    for bound in (False, True))
+    shares = r.shares(impl)
+    dearer, cheaper = ([op for op, (f, t) in shares.items() if (t > f) == flag]
+                       for flag in (True, False))
+    ridge = fmt_float(r.ridge, 1)
+    a, b, d, c = _names(above), _names(below), _names(dearer), _names(cheaper)
+    lines = [
+        label(f"- 这台机器（{r.machine}）的脊点：{ridge} FLOP/byte。",
+              f"- Ridge point of this machine ({r.machine}): {ridge} FLOP/byte."),
+        label(f"- 高于脊点（计算受限）：{a.zh}；低于脊点（内存受限）：{b.zh}。",
+              f"- Above it (compute-bound): {a.en}; below it (memory-bound): {b.en}."),
+        label(f"- 时间占比大于 FLOP 占比（每个 FLOP 比这组运算的平均贵）：{d.zh}；"
+              f"不大于的：{c.zh}。",
+              f"- Time share above FLOP share (each FLOP dearer than the average of "
+              f"these ops): {d.en}; not above: {c.en}."),
+    ]
+    return Localized(lambda lang: "\n".join(line.text(lang) for line in lines))
 
 
 IVANOV_BERT_NORM_TIME = 0.25  # Ivanov et al. (2021), BERT: softmax + LayerNorm ~25%

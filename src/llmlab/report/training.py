@@ -67,6 +67,7 @@ __all__ = [
     "encoding_table",
     "fmt_bytes",
     "generation_timing_figure",
+    "generation_timing_summary",
     "grad_norm_figure",
     "half_lengths_table",
     "kv_equality_table",
@@ -709,6 +710,31 @@ def kv_memory_table(r: KVCacheCheckResult) -> Localized:
                label("公式（字节）", "formula (bytes)"),
                label("张量的 nbytes", "tensors' nbytes")]
     return table(headers, rows)
+
+
+def generation_timing_summary(g: GenerationTiming) -> Localized:
+    """What the timing measured, in words: ms per token at the shortest and the
+    longest text with and without the cache, and the whole generation's speed.
+    Measured, so it describes the machine in ``g.machine`` only."""
+    check_type("g", g, GenerationTiming)
+    first, last = g.lengths[0], g.lengths[-1]
+    no, yes = g.ms_uncached, g.ms_cached
+    ratio = fmt_float(no[-1] / yes[-1], 1)
+    fast, slow = f"{g.tokens_per_s_cached:,.0f}", f"{g.tokens_per_s_uncached:,.0f}"
+    lines = [
+        label(f"- 每个 token 的毫秒数，文字从 {first} 个 token 到 {last} 个：没缓存 "
+              f"{fmt_float(no[0], 2)} → {fmt_float(no[-1], 2)}，有缓存 "
+              f"{fmt_float(yes[0], 2)} → {fmt_float(yes[-1], 2)}。",
+              f"- Milliseconds per token, from a {first}-token text to a {last}-token one: "
+              f"{fmt_float(no[0], 2)} → {fmt_float(no[-1], 2)} without the cache, "
+              f"{fmt_float(yes[0], 2)} → {fmt_float(yes[-1], 2)} with it."),
+        label(f"- 在 {last} 个 token 处，没缓存的一步用时是有缓存的 {ratio} 倍。",
+              f"- At {last} tokens, a step without the cache takes {ratio}× as long as "
+              "one with it."),
+        label(f"- 整段生成：有缓存 {fast} token/s，没缓存 {slow} token/s。",
+              f"- The whole generation: {fast} tokens/s with the cache, {slow} without."),
+    ]
+    return Localized(lambda lang: "\n".join(line.text(lang) for line in lines))
 
 
 def generation_timing_figure(g: GenerationTiming) -> Localized:
