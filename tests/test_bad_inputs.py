@@ -26,8 +26,10 @@ import importlib
 import inspect
 import io
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,6 +199,19 @@ CASES: list[Case] = [
     case("check_dropout 1", "llmlab.checks.check_dropout",
          lambda: checks.check_dropout(1.0), V, "dropout",
          r"dropout must be a finite number in \[0, 1\), got 1"),
+    case("check_iterable None", "llmlab.checks.check_iterable",
+         lambda: checks.check_iterable("ids", None, "a list of ints"), T, "ids",
+         r"ids must be a list of ints, got NoneType"),
+    case("check_parameters of a module", "llmlab.checks.check_parameters",
+         lambda: checks.check_parameters("params", nn.Linear(2, 2)), T, "params",
+         r"params must be an iterable of tensors such as model\.parameters\(\), "
+         r"got Linear"),
+    case("check_parameters of a tensor", "llmlab.checks.check_parameters",
+         lambda: checks.check_parameters("params", _x(2)), T, "params",
+         r"params must be an iterable of tensors .*got Tensor"),
+    case("check_token_ids of a float array", "llmlab.checks.check_token_ids",
+         lambda: checks.check_token_ids("ids", np.ones(3), arrays=True), V, "ids",
+         r"ids must hold integer token ids, got dtype float64"),
     case("check_bool int", "llmlab.checks.check_bool",
          lambda: checks.check_bool("causal", 1), T, "causal", r"causal must be a bool"),
     case("check_str bytes", "llmlab.checks.check_str",
@@ -581,6 +596,11 @@ CASES: list[Case] = [
     case("GPT-2 LM negative id", f"{G}.TransformerLM",
          lambda: _gpt2_lm()(torch.tensor([[-1, 2]])), V, "idx",
          r"idx must lie in \[0, 10\) \(vocab_size\), got values from -1"),
+    case("GPT-2 LM untied state_dict", f"{G}.TransformerLM",
+         lambda: _gpt2_lm().load_state_dict(
+             {**_gpt2_lm().state_dict(), "lm_head.weight": torch.zeros(10, 8)}), V,
+         "state_dict",
+         r"state_dict's lm_head\.weight differs from its tok_emb\.weight"),
     case("GPT-2 LM too long", f"{G}.TransformerLM", lambda: _gpt2_lm()(_ids(1, 5)), V,
          "context_length", r"seq_len is 5, expected 1 <= seq_len <= context_length \(4\)"),
     case("GPT-2 LM empty", f"{G}.TransformerLM", lambda: _gpt2_lm()(_ids(1, 0)), V,
@@ -709,6 +729,19 @@ CASES: list[Case] = [
     case("AdamW betas", "llmlab.training.AdamW",
          lambda: AdamW([nn.Parameter(_x(1))], betas=(0.9, 1.0)), V, "betas[1]",
          r"betas\[1\] must be a finite number in \[0, 1\)"),
+    case("AdamW of a model", "llmlab.training.AdamW",
+         lambda: AdamW(_llama_lm()), T, "params",
+         r"params must be an iterable of tensors \(or parameter-group dicts\) such as "
+         r"model\.parameters\(\), got TransformerLM"),
+    case("AdamW of nothing", "llmlab.training.AdamW", lambda: AdamW([]), V, "params",
+         r"params is empty; expected at least one parameter"),
+    case("gradient_clipping of a model", "llmlab.training.gradient_clipping",
+         lambda: gradient_clipping(_llama_lm(), 1.0), T, "parameters",
+         r"parameters must be an iterable of tensors such as model\.parameters\(\), "
+         r"got TransformerLM"),
+    case("gradient_clipping of numbers", "llmlab.training.gradient_clipping",
+         lambda: gradient_clipping([1.0, 2.0], 1.0), T, "parameters",
+         r"parameters must hold tensors, got float at index 0"),
     case("gradient_clipping 0", "llmlab.training.gradient_clipping",
          lambda: gradient_clipping([], 0.0), V, "max_l2_norm",
          r"max_l2_norm must be a finite number in \(0, inf\)"),
@@ -729,6 +762,10 @@ CASES: list[Case] = [
          r"tokens must be a numpy array, numpy\.memmap or torch\.Tensor"),
     case("ByteTokenizer decode float", "llmlab.training.ByteTokenizer",
          lambda: ByteTokenizer().decode([65, 66.0]), T, "ids", r"ids must hold ints, got float"),
+    case("ByteTokenizer decode None", "llmlab.training.ByteTokenizer",
+         lambda: ByteTokenizer().decode(None), T, "ids",
+         r"ids must be an iterable of token ids \(a list of ints or a tensor\), "
+         r"got NoneType"),
     case("ByteTokenizer encode_iterable of a str", "llmlab.training.ByteTokenizer",
          lambda: list(ByteTokenizer().encode_iterable("abc")), T, "iterable",
          r"iterable must yield str pieces"),
@@ -738,6 +775,13 @@ CASES: list[Case] = [
     case("save_checkpoint to a number", "llmlab.training.save_checkpoint",
          lambda: save_checkpoint(Linear(2, 2), _opt(Linear(2, 2)), 0, 3), T, "out",
          r"out must be a path or a binary file object with \.write\(\), got int"),
+    case("save_checkpoint into a missing folder", "llmlab.training.save_checkpoint",
+         lambda: save_checkpoint(Linear(2, 2), _opt(Linear(2, 2)), 0,
+                                 Path(tempfile.gettempdir()) / "llmlab-no" / "c.pt"),
+         V, "out", r"out \(.*c\.pt'\) is in a folder that does not exist"),
+    case("load_checkpoint of text", "llmlab.training.load_checkpoint",
+         lambda: load_checkpoint(io.BytesIO(b"some text"), _llama_lm(), None), V, "src",
+         r"src \(a BytesIO\) is not a checkpoint written by save_checkpoint"),
     case("load_checkpoint into a tensor", "llmlab.training.load_checkpoint",
          lambda: load_checkpoint(io.BytesIO(), _x(2), None), T, "model",
          r"model must be a torch\.nn\.Module, got Tensor"),
@@ -800,6 +844,10 @@ CASES: list[Case] = [
          r"cache_size must be an int >= 0, got -1"),
     case("Tokenizer vocab a list", "llmlab.tokenization.Tokenizer",
          lambda: Tokenizer([b"a"], []), T, "vocab", r"vocab must be a dict of int to bytes"),
+    case("Tokenizer decode None", "llmlab.tokenization.Tokenizer",
+         lambda: Tokenizer(_bytes_vocab(), []).decode(None), T, "ids",
+         r"ids must be an iterable of token ids \(a list of ints or a tensor\), "
+         r"got NoneType"),
     case("Tokenizer.from_files a number", "llmlab.tokenization.Tokenizer",
          lambda: Tokenizer.from_files(1, data.GPT2_MERGES), T, "vocab_path",
          r"vocab_path must be a str or os\.PathLike"),
@@ -1418,6 +1466,11 @@ CASES: list[Case] = [
          "llmlab.experiments.tokenization.run_corpus_training",
          lambda: exp_tok.run_corpus_training(merge_steps=(0, -1)), V, "merge_steps[1]",
          r"merge_steps\[1\] must be an int >= 0, got -1"),
+    case("corpus training heldout too long",
+         "llmlab.experiments.tokenization.run_corpus_training",
+         lambda: exp_tok.run_corpus_training(heldout_chars=10**9), V, "heldout_chars",
+         r"heldout_chars must be an int in \[1, \d+\], got 1000000000: each corpus "
+         r"keeps its last heldout_chars characters"),
     case("gpt2 agreement unknown key", "llmlab.experiments.tokenization.run_gpt2_agreement",
          lambda: exp_tok.run_gpt2_agreement(keys=("klingon",)), V, "keys[0]",
          r"keys\[0\] must be one of 'english'"),
@@ -1590,6 +1643,10 @@ CASES: list[Case] = [
          lambda: dist.ddp_train(llama.LLAMA_TOY, list(range(100)), context_length=8), T,
          "train_data", r"train_data must be a 1-D numpy array or tensor of token ids, "
          r"got list"),
+    case("ddp_train ids beyond the vocabulary", "llmlab.distributed.ddp_train",
+         lambda: dist.ddp_train(llama.LLAMA_TOY, _tokens() + 510, context_length=8), V,
+         "train_data", r"train_data must lie in \[0, 512\) \(vocab_size\), got values "
+         r"from 510 to 519"),
     case("distributed_train lr_schedule a rate", "llmlab.distributed.distributed_train",
          lambda: dist.distributed_train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1,
                                         batch_size=2, context_length=4, lr_schedule=1e-3),
@@ -1668,6 +1725,10 @@ CASES: list[Case] = [
 # Good-input controls: next to each family of mistakes, the call done right goes through.
 GOOD: list[tuple[str, Callable[[], object]]] = [
     ("check_int at the minimum", lambda: checks.check_int("n", 1)),
+    ("check_parameters of a generator",
+     lambda: len(checks.check_parameters("p", nn.Linear(2, 2).parameters())) == 2),
+    ("check_token_ids of a uint16 array", lambda: checks.check_token_ids(
+        "ids", np.array([0, 9], dtype=np.uint16), 10, arrays=True) is not None),
     ("check_tensor returns the sizes",
      lambda: checks.check_tensor("x", _x(2, 3), "n d", d=3) == {"n": 2, "d": 3}),
     ("softmax of one element", lambda: softmax(_x(2, 1))),
@@ -1729,6 +1790,11 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("ByteTokenizer decode a tensor", lambda: ByteTokenizer().decode(torch.tensor([65]))),
     ("save_checkpoint to a buffer",
      lambda: save_checkpoint(Linear(2, 2), _opt(Linear(2, 2)), 0, io.BytesIO())),
+    ("AdamW of parameter groups", lambda: AdamW([{"params": [nn.Parameter(_x(1))]}])),
+    ("gradient_clipping of a generator",
+     lambda: gradient_clipping(_llama_lm().parameters(), 1.0) == 0.0),
+    ("GPT-2 LM loads its own state_dict",
+     lambda: _gpt2_lm().load_state_dict(_gpt2_lm().state_dict())),
     ("train one step", lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1,
                                      batch_size=2)),
     ("vocab_from_merges of one merge", lambda: vocab_from_merges([(b"a", b"b")])),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -164,6 +165,12 @@ def test_train_bad_inputs(tmp_path, corpus, capsys):
         (["--data", str(corpus), "--steps", "many"], ["--steps", "'many'"]),
         (["--data", str(corpus), "--steps", "5", "--device", "tpu"],
          ["--device", "invalid choice"]),
+        (["--data", str(corpus), "--steps", "5", "--weight-decay", "-1"],
+         ["--weight-decay", "must be a finite number >= 0, got -1"]),
+        (["--data", str(corpus), "--steps", "5", "--weight-decay", "nan"],
+         ["--weight-decay", "must be a finite number >= 0, got nan"]),
+        (["--data", str(corpus), "--steps", "5", "--weight-decay", "a lot"],
+         ["--weight-decay", "expected a number >= 0, got 'a lot'"]),
         (["--data", str(corpus), "--steps", "5", "--vocab-size", "100"],
          ["--vocab-size must be at least 256"]),
         (["--data", str(corpus), "--steps", "5", "--d-model", "15"],
@@ -179,6 +186,100 @@ def test_train_bad_inputs(tmp_path, corpus, capsys):
     for argv, needles in cases:
         _fails(capsys, cli.train_main, [*base, *argv], *needles)
     assert not Path(out).exists()  # no failed run left a folder behind
+
+
+
+def test_train_never_overwrites_files_it_did_not_write(tmp_path, corpus, capsys,
+                                                       monkeypatch):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "config.json").write_text('{"my": "settings"}', encoding="utf-8")
+    (out / "metrics.json").write_text("[1, 2, 3]", encoding="utf-8")
+    import llmlab.tokenization
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a tokenizer was trained before --out was checked")
+
+    monkeypatch.setattr(llmlab.tokenization, "train_bpe", no_training)
+    args = ["--data", str(corpus), "--steps", "5", "--out", str(out), *TINY]
+    _fails(capsys, cli.train_main, [*args, "--vocab-size", "300"],
+           f"--out {out} is not empty (it holds config.json, metrics.json)",
+           "--force")
+    # --resume needs a checkpoint that llmlab-train wrote there
+    _fails(capsys, cli.train_main, [*args, "--resume"], "--resume",
+           "no checkpoint.pt")
+    (out / "checkpoint.pt").write_bytes(b"my own weights")
+    _fails(capsys, cli.train_main, [*args, "--resume"],
+           f"--resume: {out / 'config.json'} was not written by llmlab-train")
+    assert (out / "config.json").read_text(encoding="utf-8") == '{"my": "settings"}'
+    assert (out / "metrics.json").read_text(encoding="utf-8") == "[1, 2, 3]"
+    assert (out / "checkpoint.pt").read_bytes() == b"my own weights"
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "config.json",
+                                                     "metrics.json"]
+    # --force overwrites them; an empty folder needs nothing
+    monkeypatch.undo()
+    assert cli.train_main([*args, "--force"]) == 0
+    assert json.loads((out / "metrics.json").read_text("utf-8"))["iterations"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.train_main([*args[:-len(TINY) - 2], "--out", str(empty), *TINY]) == 0
+
+
+def test_train_writes_its_header_before_the_progress_bar(tmp_path, corpus, capsys,
+                                                         monkeypatch):
+    events: list[str] = []
+
+    class Bar:
+        def __init__(self, *args, **kwargs):
+            events.append("bar")
+
+        def set_postfix(self, *args, **kwargs):
+            pass
+
+        def update(self, n=1):
+            pass
+
+        def close(self):
+            events.append("close")
+
+    monkeypatch.setattr("tqdm.tqdm", Bar)
+    real_err = cli._err
+    monkeypatch.setattr(cli, "_err", lambda line: (events.append("err"),
+                                                   real_err(line)))
+    assert cli.train_main(["--data", str(corpus), "--steps", "2", "--out",
+                           str(tmp_path / "run"), *TINY]) == 0
+    assert events == ["err", "bar", "close"]
+    assert capsys.readouterr().err.startswith("llmlab-train: ")
+
+
+@pytest.mark.parametrize("main", [cli.train_main, cli.generate_main])
+def test_help_shows_every_default(main, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    # one entry per option: "  --flag VALUE  help...", continued on indented lines
+    entries: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("  -"):
+            entries.append(line.strip())
+        elif entries and line.startswith("    "):
+            entries[-1] += " " + line.strip()
+        elif not line.strip():
+            entries.append("")
+    takes_value = [e for e in entries if e.startswith("--")
+                   and e.split()[1:2] and (e.split()[1].isupper()
+                                           or e.split()[1].startswith("{"))]
+    required = {"--data", "--steps", "--out", "--checkpoint", "--prompt"}
+    checked = [e for e in takes_value if e.split()[0] not in required]
+    assert len(checked) >= (15 if main is cli.train_main else 6), entries
+    missing = [e.split()[0] for e in checked if "default" not in e]
+    assert missing == [], missing
+    # the model sizes say where their value comes from on --resume
+    if main is cli.train_main:
+        d_model = next(e for e in checked if e.startswith("--d-model"))
+        assert "128 for a new run" in d_model and "--resume" in d_model
 
 
 @pytest.mark.parametrize("device", ["cuda", "mps"])
@@ -256,6 +357,35 @@ def test_generate_bad_inputs(tmp_path, trained, capsys):
         _fails(capsys, cli.generate_main, argv, *needles)
 
 
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "text"])
+def test_generate_refuses_a_file_that_is_not_a_checkpoint(tmp_path, trained, capsys,
+                                                          kind):
+    folder = tmp_path / "run"
+    shutil.copytree(trained, folder)
+    whole = (folder / "checkpoint.pt").read_bytes()
+    content = {"truncated": whole[: len(whole) // 2], "empty": b"",
+               "text": b"some notes, not weights\n"}[kind]
+    (folder / "checkpoint.pt").write_bytes(content)
+    _fails(capsys, cli.generate_main, ["--checkpoint", str(folder), "--prompt", "To"],
+           f"{folder / 'checkpoint.pt'} cannot be loaded",
+           "is not a checkpoint written by save_checkpoint")
+
+
+@pytest.mark.parametrize("error", [ValueError("bad value\nmore detail"),
+                                   TypeError("bad type"),
+                                   FileNotFoundError(2, "No such file", "x.txt")])
+def test_library_errors_are_one_line_not_a_traceback(capsys, error):
+    def body(argv):
+        raise error
+
+    assert cli._run("llmlab-train", body, []) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmlab-train: error: ")
+    assert str(error).splitlines()[0] in lines[0] and captured.out == ""
+
+
 # --- the real command line ----------------------------------------------------------
 
 
@@ -277,6 +407,15 @@ def test_command_line_end_to_end(tmp_path, corpus):
     text = _command("generate", "--checkpoint", "run", "--prompt", "The",
                     "--max-new-tokens", "8", cwd=tmp_path)
     assert text.returncode == 0 and text.stdout.startswith("The"), text.stderr
+
+
+def test_command_line_bad_number_is_one_line(tmp_path, corpus):
+    done = _command("train", "--data", str(corpus), "--steps", "5", "--out", "run",
+                    "--weight-decay", "-1", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("llmlab-train: error: argument --weight-decay: must be a "
+                           "finite number >= 0, got -1\n")
+    assert not (tmp_path / "run").exists()
 
 
 def test_console_scripts_name_the_entry_points():

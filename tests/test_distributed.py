@@ -352,3 +352,25 @@ def test_bad_inputs_name_their_argument(call, error, name):
     with pytest.raises(error, match=name):
         call()
     assert _descendants() == []
+
+
+@pytest.mark.parametrize("train_fn", [ddp_train, fsdp_train])
+@pytest.mark.parametrize("data, match", [
+    (np.r_[DATA, CONFIG.vocab_size],
+     r"train_data must lie in \[0, 64\) \(vocab_size\), got values from 0 to 64"),
+    (np.r_[DATA, -1], r"train_data must lie in \[0, 64\) \(vocab_size\), got values "
+     r"from -1 to 63"),
+    (torch.from_numpy(DATA) + 100, r"train_data must lie in \[0, 64\)"),
+    (DATA.astype(np.float32), r"train_data must hold integer token ids, got dtype "
+     r"float32"),
+], ids=["id vocab_size", "id -1", "a tensor", "float ids"])
+def test_token_ids_are_checked_before_any_process_starts(monkeypatch, train_fn, data,
+                                                         match):
+    import llmlab.distributed
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("launch() was called with bad train_data")
+
+    monkeypatch.setattr(llmlab.distributed, "launch", no_launch)
+    with pytest.raises(ValueError, match=match):
+        train_fn(CONFIG, data)

@@ -187,6 +187,29 @@ def test_tied_output_counted_once():
     assert every_use == count_parameters(model) + 50 * 16
 
 
+
+def test_loading_untied_output_weights_is_refused():
+    torch.manual_seed(0)
+    model = TransformerLM(vocab_size=50, context_length=8, d_model=16, n_layers=1,
+                          n_heads=4)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    state["lm_head.weight"] = torch.randn(50, 16)  # no longer the embedding
+    state["ln_f.weight"] = torch.full((16,), 3.0)
+    with pytest.raises(ValueError, match=r"lm_head\.weight differs from its "
+                       r"tok_emb\.weight.*tied"):
+        model.load_state_dict(state)
+    after = model.state_dict()
+    assert all(torch.equal(after[k], before[k]) for k in before)  # nothing loaded
+    # a tied state dict (any model's, e.g. its own) loads as before
+    torch.manual_seed(1)
+    other = TransformerLM(vocab_size=50, context_length=8, d_model=16, n_layers=1,
+                          n_heads=4)
+    model.load_state_dict(other.state_dict())
+    assert torch.equal(model.lm_head.weight, other.tok_emb.weight)
+    assert model.lm_head.weight is model.tok_emb.weight  # still one matrix
+
+
 def test_gpt2_small_parameter_count():
     assert GPT2_SMALL == GPT2Config(50257, 1024, 768, 12, 12)
     assert gpt2_param_count(GPT2_SMALL) == 124_439_808

@@ -6,13 +6,21 @@ Each piece is compared with PyTorch's own implementation where one exists
 
 from __future__ import annotations
 
+import copy
 import io
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from llmlab.models.llama import TransformerLM
 from llmlab.training import (
@@ -34,6 +42,8 @@ from llmlab.training import (
 )
 
 torch.set_num_threads(1)
+
+SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 def _lm(seed: int = 0, vocab_size: int = 32, context_length: int = 16) -> TransformerLM:
@@ -410,6 +420,193 @@ def test_save_checkpoint_bad_inputs(tmp_path):
         save_checkpoint(model, opt, -1, tmp_path / "c.pt")
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         save_checkpoint(model, opt, 0, tmp_path / "c.pt", generator=0)
+
+
+
+# a child that saves a checkpoint (iteration 1, weights 1.0), then saves iteration 2
+# (weights 2.0, a larger file) over it again and again, until it is killed
+_SAVER = """
+import sys, torch
+from torch import nn
+from llmlab.training import AdamW, save_checkpoint
+torch.set_num_threads(1)
+model = nn.Linear(1024, 1024)
+opt = AdamW(model.parameters())
+with torch.no_grad():
+    model.weight.fill_(1.0)
+save_checkpoint(model, opt, 1, sys.argv[1])
+sys.stdout.write("saved\\n")
+sys.stdout.flush()
+with torch.no_grad():
+    model.weight.fill_(2.0)
+while True:
+    save_checkpoint(model, opt, 2, sys.argv[1], extra={"pad": "x" * 4_000_000})
+"""
+
+
+def test_a_killed_save_leaves_the_previous_checkpoint_whole(tmp_path):
+    target = tmp_path / "checkpoint.pt"
+    env = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
+    child = subprocess.Popen([sys.executable, "-c", _SAVER, str(target)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"saved\n", child.stderr.read()
+        first = target.stat().st_size
+        deadline = time.monotonic() + 30
+        # wait until the next save is under way: a temporary file appears (or, were
+        # the target written in place, the target changes)
+        while time.monotonic() < deadline:
+            if [p for p in tmp_path.iterdir() if p != target] or (
+                    target.stat().st_size != first):
+                break
+            time.sleep(0.001)
+        else:
+            pytest.fail("the child never started a second save")
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    model = nn.Linear(1024, 1024)
+    iteration = load_checkpoint(target, model, None)  # a whole checkpoint
+    assert iteration in (1, 2)
+    assert torch.all(model.weight == float(iteration))
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint_and_no_temporary_file(
+        tmp_path, monkeypatch):
+    model = _lm()
+    opt = AdamW(model.parameters())
+    target = tmp_path / "c.pt"
+    save_checkpoint(model, opt, 1, target)
+    before = target.read_bytes()
+
+    def broken(obj, f, *args, **kwargs):  # writes part of the file, then fails
+        if hasattr(f, "write"):
+            f.write(b"half a checkpoint")
+        else:
+            with open(f, "wb") as file:
+                file.write(b"half a checkpoint")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", broken)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(model, opt, 2, target)
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
+
+
+def test_save_checkpoint_into_a_missing_folder_names_out(tmp_path):
+    model = _lm()
+    with pytest.raises(ValueError, match=r"^out \(.*\) is in a folder that does not "
+                       r"exist"):
+        save_checkpoint(model, AdamW(model.parameters()), 0, tmp_path / "no" / "c.pt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _state(model, opt):
+    """Copies of what a load may change: weights, optimizer state, global RNG."""
+    return ({k: v.clone() for k, v in model.state_dict().items()},
+            copy.deepcopy(opt.state_dict()), torch.get_rng_state())
+
+
+def _same_state(a, b) -> bool:
+    (wa, oa, ra), (wb, ob, rb) = a, b
+    return (wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+            and _equal(oa, ob) and torch.equal(ra, rb))
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            _equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _trained(seed: int = 0, **sizes) -> tuple[TransformerLM, AdamW]:
+    """A model and its AdamW after one step (so the optimizer has state)."""
+    model = _lm(seed, **sizes)
+    opt = AdamW(model.parameters(), lr=1e-2)
+    train(model, opt, _tokens(vocab_size=model.vocab_size), steps=1, batch_size=2)
+    return model, opt
+
+
+def _bad_checkpoints(tmp_path):
+    """(id, path, kwargs for load_checkpoint, error type, pattern)."""
+    model, opt = _trained(1)
+    good = tmp_path / "good.pt"
+    save_checkpoint(model, opt, 3, good)
+    text = tmp_path / "notes.txt"
+    text.write_text("just some notes\n", encoding="utf-8")
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[:2000])
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    not_ours = tmp_path / "weights.pt"
+    torch.save(model.state_dict(), not_ours)  # a state dict, not a checkpoint
+    wider, wide_opt = _trained(2, vocab_size=40)
+    save_checkpoint(wider, wide_opt, 3, tmp_path / "wider.pt")
+    other, other_opt = _trained(3)
+    other_opt.add_param_group({"params": [nn.Parameter(torch.zeros(3))]})
+    save_checkpoint(other, other_opt, 3, tmp_path / "groups.pt")
+    fewer = AdamW(list(other.parameters())[:-1])
+    save_checkpoint(other, fewer, 3, tmp_path / "fewer.pt")
+    blob = torch.load(good, weights_only=True)
+    blob["optimizer"]["state"][0]["m"] = torch.zeros(2, 2)
+    torch.save(blob, tmp_path / "state_shape.pt")
+    no_key = torch.load(good, weights_only=True)
+    del no_key["rng"]
+    torch.save(no_key, tmp_path / "no_rng.pt")
+    not_checkpoint = r"^src \(.*\) is not a checkpoint written by save_checkpoint"
+    return [
+        ("a text file", text, {}, ValueError, not_checkpoint),
+        ("a truncated file", truncated, {}, ValueError, not_checkpoint),
+        ("an empty file", empty, {}, ValueError, not_checkpoint),
+        ("a state dict", not_ours, {}, ValueError, not_checkpoint + r".*'optimizer'"),
+        ("no rng", tmp_path / "no_rng.pt", {}, ValueError, r"lacks 'rng'"),
+        ("a missing file", tmp_path / "missing.pt", {}, ValueError,
+         r"^src \(.*\) does not exist"),
+        ("another model", tmp_path / "wider.pt", {}, ValueError,
+         r"^model does not fit .*token_embeddings\.weight has shape \(32, 16\) in "
+         r"model but \(40, 16\) in src"),
+        ("more parameter groups", tmp_path / "groups.pt", {}, ValueError,
+         r"^optimizer does not fit .*2 parameter groups.*1"),
+        ("fewer parameters", tmp_path / "fewer.pt", {}, ValueError,
+         r"^optimizer does not fit .*group 0 holds \d+ parameters in src but \d+"),
+        ("a state of another shape", tmp_path / "state_shape.pt", {}, ValueError,
+         r"^optimizer does not fit .*'m' of parameter 0 has shape \(2, 2\)"),
+        ("a generator but none saved", good, {"generator": torch.Generator()},
+         ValueError, r"^generator was given, but src holds no generator state"),
+    ]
+
+
+def test_a_failing_load_changes_nothing(tmp_path):
+    cases = _bad_checkpoints(tmp_path)
+    model, opt = _trained(0)
+    torch.manual_seed(1234)
+    before = _state(model, opt)
+    for name, path, kwargs, error, pattern in cases:
+        with pytest.raises(error, match=pattern):
+            load_checkpoint(path, model, opt, **kwargs)
+        assert _same_state(_state(model, opt), before), name
+        message = str(pytest.raises(error, load_checkpoint, path, model, opt,
+                                    **kwargs).value)
+        assert "\n" not in message and "weights_only" not in message, (name, message)
+    # the good file still loads, and does change them
+    assert load_checkpoint(tmp_path / "good.pt", model, opt) == 3
+    assert not _same_state(_state(model, opt), before)
+
+
+def test_checkpoint_extra_of_a_text_file_says_so(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello", encoding="utf-8")
+    with pytest.raises(ValueError, match="is not a checkpoint written by"):
+        checkpoint_extra(text)
 
 
 # --- the loop -----------------------------------------------------------------------

@@ -38,6 +38,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -50,6 +51,8 @@ __all__ = [
     "check_finite_float",
     "check_floats",
     "check_int",
+    "check_iterable",
+    "check_parameters",
     "check_path",
     "check_reduction",
     "check_sizes",
@@ -210,6 +213,67 @@ def check_callable(name: str, value: object) -> Callable:
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__} {value!r}")
     return value
+
+
+def check_iterable(name: str, value: object, expected: str) -> Iterable:
+    """``value`` if it can be iterated over.
+
+    Args:
+        name: The argument's name.
+        value: What was given.
+        expected: What it should be, e.g. ``"an iterable of token ids (a list of
+            ints or a tensor)"``.
+
+    Raises:
+        TypeError: ``value`` is not iterable.
+    """
+    try:
+        iter(value)
+    except TypeError:
+        kind = type(value).__name__
+        raise TypeError(f"{name} must be {expected}, got {kind}") from None
+    return value
+
+
+def check_parameters(
+    name: str, value: object, *, groups: bool = False, nonempty: bool = False
+) -> list:
+    """An iterable of tensors (``model.parameters()``), as a list.
+
+    A module (but an ``nn.ParameterList``), a single tensor or anything not
+    iterable is refused with a hint, as is an item that is not a tensor.
+
+    Args:
+        name: The argument's name.
+        value: What was given.
+        groups: Accept what a torch optimizer accepts besides tensors: parameter
+            groups (``{"params": [...], "lr": ...}``) and named parameters
+            (``(name, tensor)`` pairs, ``model.named_parameters()``).
+        nonempty: Refuse an empty iterable.
+
+    Raises:
+        TypeError: ``value`` is not an iterable of tensors (or dicts).
+        ValueError: ``nonempty`` and ``value`` holds nothing.
+    """
+    kinds = "tensors (or parameter-group dicts)" if groups else "tensors"
+    expected = f"an iterable of {kinds} such as model.parameters()"
+    if isinstance(value, (Tensor, str, bytes, Mapping)) or (
+            isinstance(value, torch.nn.Module)
+            and not isinstance(value, torch.nn.ParameterList)):
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+    items = list(check_iterable(name, value, expected))
+    for i, item in enumerate(items):
+        named = (isinstance(item, tuple) and len(item) == 2
+                 and isinstance(item[0], str) and isinstance(item[1], Tensor))
+        if not (isinstance(item, Tensor) or groups and (isinstance(item, dict)
+                                                        or named)):
+            held = "tensors, dicts or (name, tensor) pairs" if groups else "tensors"
+            raise TypeError(
+                f"{name} must hold {held}, got {type(item).__name__} at index {i}"
+            )
+    if nonempty and not items:
+        raise ValueError(f"{name} is empty; expected at least one parameter")
+    return items
 
 
 def check_choice(name: str, value: object, choices: Iterable[object]) -> Any:
@@ -612,20 +676,40 @@ def check_reduction(name: str, x: object, dim: object) -> int:
     return dim % x.ndim
 
 
-def check_token_ids(name: str, ids: Tensor, vocab_size: int | None = None) -> Tensor:
-    """An integer tensor of token ids in ``[0, vocab_size)``, at least one element.
+def check_token_ids(
+    name: str,
+    ids: Tensor | np.ndarray,
+    vocab_size: int | None = None,
+    *,
+    arrays: bool = False,
+) -> Tensor | np.ndarray:
+    """Integer token ids in ``[0, vocab_size)``, at least one of them.
+
+    Args:
+        name: The argument's name.
+        ids: A tensor (or, with ``arrays``, a numpy array or memmap) of ids.
+        vocab_size: The ids' upper bound (``None``: not checked).
+        arrays: Accept numpy arrays too (a tokenized corpus); their range check
+            reads them whole.
 
     Raises:
-        TypeError: ``ids`` is not a tensor.
+        TypeError: ``ids`` is not a tensor (or numpy array, with ``arrays``).
         ValueError: Empty, not integer (floats, bools) or out of range.
     """
-    if not isinstance(ids, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
-    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+    if arrays and isinstance(ids, np.ndarray):
+        integer = ids.dtype.kind in "iu"
+    elif not isinstance(ids, Tensor):
+        kinds = "a torch.Tensor or numpy array" if arrays else "a torch.Tensor"
+        raise TypeError(f"{name} must be {kinds}, got {type(ids).__name__}")
+    else:
+        integer = not (ids.dtype.is_floating_point or ids.dtype.is_complex
+                       or ids.dtype == torch.bool)
+    if not integer:
         raise ValueError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if ids.numel() == 0:
+    if ids.size == 0 if isinstance(ids, np.ndarray) else ids.numel() == 0:
         raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}); expected ids")
-    if vocab_size is not None and ids.device.type != "meta":
+    if vocab_size is not None and (isinstance(ids, np.ndarray)
+                                   or ids.device.type != "meta"):
         low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(

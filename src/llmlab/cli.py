@@ -5,7 +5,9 @@ UTF-8 text file and writes ``DIR/checkpoint.pt``, ``DIR/config.json`` (model,
 tokenizer and training settings), ``DIR/metrics.json`` (the loss curves) and, for a
 BPE tokenizer, ``DIR/tokenizer.json``. ``llmlab-generate --checkpoint DIR --prompt
 TEXT`` continues a prompt with it. Bad input gets a one-line error on stderr and
-exit code 2.
+exit code 2, never a traceback. Nothing a user has is lost: a new run needs an
+empty (or missing) ``--out`` unless ``--force``, and a checkpoint is replaced only
+once its successor is complete.
 
 This module is the program, so it writes to stdout and stderr (through
 :func:`_out` and :func:`_err`); the library it calls never prints.
@@ -62,6 +64,17 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """``--help`` shows the default of every option that takes a value."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or action.required or action.nargs == 0
+                or action.default in (None, argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -82,6 +95,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    if not 0 <= value < math.inf:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = _positive_float(text)
     if value > 1:
@@ -96,6 +119,10 @@ def _run(prog: str, body, argv: Sequence[str] | None) -> int:
     except CliError as err:
         _err(f"{prog}: error: {err}")
         return 2
+    except (ValueError, TypeError, OSError) as err:  # the library's, on bad input
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        _err(f"{prog}: error: {first}")
+        return 2
     except KeyboardInterrupt:
         _err(f"{prog}: interrupted")
         return 130
@@ -104,39 +131,62 @@ def _run(prog: str, body, argv: Sequence[str] | None) -> int:
 # --- llmlab-train -------------------------------------------------------------------
 
 
+def _model_default(flag: str) -> str:
+    new = MODEL_FLAGS[flag][1]
+    return f"default: {new} for a new run, the checkpoint's on --resume"
+
+
 def _train_parser() -> _Parser:
     p = _Parser(
         prog="llmlab-train",
         description="Train a small Llama-style language model on a UTF-8 text file.",
+        formatter_class=_HelpFormatter,
     )
-    p.add_argument("--data", required=True, type=Path, help="UTF-8 text file")
-    p.add_argument("--steps", required=True, type=_positive_int,
+    p.add_argument("--data", required=True, type=Path, metavar="FILE",
+                   help="UTF-8 text file to train on")
+    p.add_argument("--steps", required=True, type=_positive_int, metavar="N",
                    help="total optimiser steps; a resumed run continues up to it, "
                    "on the schedule of its first run (past that, at the floor rate)")
-    p.add_argument("--out", required=True, type=Path, help="checkpoint folder")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="checkpoint folder; a new run needs it missing or empty")
     p.add_argument("--resume", action="store_true",
-                   help="continue the checkpoint in --out")
+                   help="continue the run that llmlab-train saved in --out")
     p.add_argument("--force", action="store_true",
-                   help="overwrite a checkpoint already in --out")
-    p.add_argument("--device", default="cpu", choices=DEVICES)
-    p.add_argument("--context-length", type=_positive_int, help="default 128")
+                   help="start a new run in a folder that is not empty, overwriting "
+                   "llmlab-train's files there")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where to train")
+    p.add_argument("--context-length", type=_positive_int,
+                   help=f"tokens per window ({_model_default('context_length')})")
     p.add_argument("--vocab-size", type=_positive_int,
-                   help="256: byte-level (default); more: BPE trained on --data")
-    p.add_argument("--d-model", type=_positive_int, help="default 128")
-    p.add_argument("--num-layers", type=_positive_int, help="default 4")
-    p.add_argument("--num-heads", type=_positive_int, help="default 4")
-    p.add_argument("--d-ff", type=_positive_int, help="default about 8/3 d_model")
-    p.add_argument("--batch-size", type=_positive_int, default=16)
+                   help="256: byte-level; more: a BPE tokenizer trained on --data "
+                   f"({_model_default('vocab_size')})")
+    p.add_argument("--d-model", type=_positive_int,
+                   help=f"model width ({_model_default('d_model')})")
+    p.add_argument("--num-layers", type=_positive_int,
+                   help=f"Transformer blocks ({_model_default('num_layers')})")
+    p.add_argument("--num-heads", type=_positive_int,
+                   help=f"attention heads per block ({_model_default('num_heads')})")
+    p.add_argument("--d-ff", type=_positive_int,
+                   help="SwiGLU hidden width (default: 8/3 of --d-model, rounded up to "
+                   "a multiple of 16, for a new run, the checkpoint's on --resume)")
+    p.add_argument("--batch-size", type=_positive_int, default=16,
+                   help="windows per optimiser step")
     p.add_argument("--lr", type=_positive_float, default=3e-3,
                    help="peak learning rate; warm-up, then cosine to a tenth of it "
-                   "at --steps (a resumed run keeps its schedule)")
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--max-grad-norm", type=_positive_float, default=1.0)
+                   "at --steps; a resumed run keeps its schedule")
+    p.add_argument("--weight-decay", type=_nonnegative_float, default=0.1,
+                   help="AdamW's decoupled weight decay")
+    p.add_argument("--max-grad-norm", type=_positive_float, default=1.0,
+                   help="clip the global gradient norm to this")
     p.add_argument("--eval-every", type=_positive_int, default=100,
                    help="validate (and save a checkpoint) every this many steps")
-    p.add_argument("--eval-batches", type=_positive_int, default=8)
-    p.add_argument("--validation-fraction", type=_fraction, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-batches", type=_positive_int, default=8,
+                   help="batches per validation")
+    p.add_argument("--validation-fraction", type=_fraction, default=0.1,
+                   help="share of --data held out for validation, from its end")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds the initial weights and the batches")
     return p
 
 
@@ -172,18 +222,37 @@ def _check_device(name: str) -> str:
     return name
 
 
-def _check_out(args: argparse.Namespace) -> None:
+def _check_out(args: argparse.Namespace) -> dict | None:
+    """Refuse an ``--out`` a run would lose files in; on resume, its config.json.
+
+    A new run needs ``--out`` missing or empty (else ``--force``); ``--resume``
+    needs the checkpoint and config.json that llmlab-train wrote there.
+    """
     out: Path = args.out
     if args.resume and args.force:
         raise CliError("--resume and --force exclude each other")
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} exists and is not a folder")
-    has_checkpoint = (out / CHECKPOINT).exists()
-    if args.resume and not has_checkpoint:
-        raise CliError(f"--resume: there is no {CHECKPOINT} in {out}")
-    if has_checkpoint and not (args.resume or args.force):
-        raise CliError(f"{out} already holds a checkpoint; pass --resume to continue "
-                       "it or --force to overwrite it")
+    if args.resume:
+        if not (out / CHECKPOINT).is_file():
+            raise CliError(f"--resume: there is no {CHECKPOINT} in {out}")
+        record = _read_json(out / CONFIG)
+        if not (isinstance(record, dict)
+                and all(isinstance(record.get(k), dict)
+                        for k in ("model", "tokenizer", "training"))
+                and "schedule" in record["training"]):
+            raise CliError(f"--resume: {out / CONFIG} was not written by llmlab-train")
+        return record
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if held and not args.force:
+        if CHECKPOINT in held:
+            raise CliError(f"{out} already holds a checkpoint; pass --resume to "
+                           "continue it or --force to overwrite it")
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" * (len(held) > 4))
+        raise CliError(f"--out {out} is not empty (it holds {shown}); a new run needs "
+                       "a missing or empty folder, or --force to overwrite "
+                       "llmlab-train's files there")
+    return None
 
 
 def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, int]:
@@ -297,9 +366,8 @@ def _read_json(path: Path) -> Any:
 def _train(argv: Sequence[str] | None) -> int:
     args = _train_parser().parse_args(argv)
     text = _read_text(args.data)
-    _check_out(args)
+    saved = _check_out(args)
     device = _check_device(args.device)
-    saved = _read_json(args.out / CONFIG) if args.resume else None
     settings = _model_settings(args, saved["model"] if saved else None)
 
     import torch
@@ -343,10 +411,8 @@ def _train(argv: Sequence[str] | None) -> int:
         try:
             done = load_checkpoint(args.out / CHECKPOINT, model, optimizer,
                                    generator=generator, map_location=device)
-        except (RuntimeError, KeyError, ValueError) as err:
-            first = str(err).strip().splitlines()[0]
-            raise CliError(f"{args.out / CHECKPOINT} does not fit its {CONFIG} "
-                           f"(another configuration?): {first}") from None
+        except (RuntimeError, ValueError) as err:
+            raise CliError(_load_error(args.out / CHECKPOINT, err)) from None
         if done >= args.steps:
             raise CliError(f"the checkpoint in {args.out} has done {done} steps; "
                            f"pass --steps above {done} to continue it")
@@ -377,14 +443,18 @@ def _train(argv: Sequence[str] | None) -> int:
         _save_tokenizer(tokenizer, args.out / TOKENIZER)
 
     def checkpoint(iteration: int) -> None:
-        path = args.out / CHECKPOINT
-        tmp = path.with_suffix(".pt.tmp")
         record["iteration"] = iteration
-        save_checkpoint(model, optimizer, iteration, tmp, generator=generator,
-                        extra={"config": json.dumps(record)})
-        os.replace(tmp, path)
+        # save_checkpoint replaces the file only once the new one is complete
+        save_checkpoint(model, optimizer, iteration, args.out / CHECKPOINT,
+                        generator=generator, extra={"config": json.dumps(record)})
         _write_json(args.out / CONFIG, record)
         _write_json(args.out / METRICS, metrics)
+
+    # the header first: a progress bar drawn before it would run into it
+    _err(f"llmlab-train: {len(train_ids):,} training and {len(val_ids):,} "
+         f"validation tokens ({described['kind']}), "
+         f"{sum(p.numel() for p in model.parameters()):,} parameters, "
+         f"steps {done + 1}..{args.steps} on {device}")
 
     from tqdm import tqdm
 
@@ -404,10 +474,6 @@ def _train(argv: Sequence[str] | None) -> int:
                         val=f"{last_val[0]:.3f}" if last_val else "-", refresh=False)
         bar.update(1)
 
-    _err(f"llmlab-train: {len(train_ids):,} training and {len(val_ids):,} "
-         f"validation tokens ({described['kind']}), "
-         f"{sum(p.numel() for p in model.parameters()):,} parameters, "
-         f"steps {done + 1}..{args.steps} on {device}")
     try:
         train(model, optimizer, train_ids, steps=args.steps - done,
               batch_size=args.batch_size, context_length=context, val_data=val_ids,
@@ -423,6 +489,16 @@ def _train(argv: Sequence[str] | None) -> int:
     _out(f"try: llmlab-generate --checkpoint {args.out} --prompt "
          f"{_example_prompt(text)!r}")
     return 0
+
+
+def _load_error(path: Path, err: Exception) -> str:
+    """The one line for a checkpoint that ``load_checkpoint`` refused."""
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    if first.startswith("src "):  # the file itself
+        marker = " is not a checkpoint written by save_checkpoint"
+        reason = "it" + first[first.index(marker):] if marker in first else first
+        return f"{path} cannot be loaded: {reason}"
+    return f"{path} does not fit its {CONFIG} (another configuration?): {first}"
 
 
 def _example_prompt(text: str) -> str:
@@ -441,18 +517,25 @@ def _version() -> str:
 
 def _generate_parser() -> _Parser:
     p = _Parser(prog="llmlab-generate",
-                description="Continue a prompt with a model trained by llmlab-train.")
-    p.add_argument("--checkpoint", required=True, type=Path,
+                description="Continue a prompt with a model trained by llmlab-train.",
+                formatter_class=_HelpFormatter)
+    p.add_argument("--checkpoint", required=True, type=Path, metavar="DIR",
                    help="folder written by llmlab-train (or its checkpoint.pt)")
-    p.add_argument("--prompt", required=True, help="text to continue")
-    p.add_argument("--max-new-tokens", type=_positive_int, default=200)
-    p.add_argument("--temperature", type=_positive_float, default=0.8)
-    p.add_argument("--top-k", type=_positive_int)
-    p.add_argument("--top-p", type=_fraction)
+    p.add_argument("--prompt", required=True, metavar="TEXT", help="text to continue")
+    p.add_argument("--max-new-tokens", type=_positive_int, default=200,
+                   help="tokens to add at most (fewer if the end-of-text token comes)")
+    p.add_argument("--temperature", type=_positive_float, default=0.8,
+                   help="divides the logits: below 1 sharper, above 1 flatter")
+    p.add_argument("--top-k", type=_positive_int,
+                   help="sample among the k most likely tokens (default: all)")
+    p.add_argument("--top-p", type=_fraction,
+                   help="sample among the most likely tokens whose probabilities add "
+                   "up to p (default: all)")
     p.add_argument("--greedy", action="store_true",
                    help="always take the most likely token")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", choices=DEVICES)
+    p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where to run the model")
     p.add_argument("--no-kv-cache", action="store_true",
                    help="recompute the whole text at every step")
     return p
@@ -486,10 +569,8 @@ def _generate(argv: Sequence[str] | None) -> int:
     model = TransformerLM.from_config(config, device=device)
     try:
         load_checkpoint(folder / CHECKPOINT, model, None, map_location=device)
-    except (RuntimeError, KeyError, ValueError) as err:
-        first = str(err).strip().splitlines()[0]
-        raise CliError(f"{folder / CHECKPOINT} does not fit its {CONFIG} (another "
-                       f"configuration?): {first}") from None
+    except (RuntimeError, ValueError) as err:
+        raise CliError(_load_error(folder / CHECKPOINT, err)) from None
     ids = tokenizer.encode(args.prompt)
     if tokenizer.vocab_size > config.vocab_size or max(ids) >= config.vocab_size:
         raise CliError(f"the tokenizer in {folder} does not fit the model's "

@@ -49,6 +49,7 @@ from llmlab.checks import (
     check_finite_float,
     check_int,
     check_str,
+    check_token_ids,
     check_type,
 )
 from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
@@ -516,8 +517,9 @@ def _named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(inner.named_parameters())
 
 
-def _check_train_data(train_data: object, context_length: int) -> None:
-    """1-D token ids, more than ``context_length`` of them."""
+def _check_train_data(train_data: object, context_length: int,
+                      vocab_size: int | None = None) -> None:
+    """1-D integer token ids, more than ``context_length``, in ``[0, vocab_size)``."""
     if not isinstance(train_data, (np.ndarray, Tensor)):
         raise TypeError("train_data must be a 1-D numpy array or tensor of token ids, "
                         f"got {type(train_data).__name__}")
@@ -527,6 +529,7 @@ def _check_train_data(train_data: object, context_length: int) -> None:
     if len(train_data) <= context_length:
         raise ValueError(f"train_data has {len(train_data)} tokens; it must hold more "
                          f"than context_length ({context_length})")
+    check_token_ids("train_data", train_data, vocab_size, arrays=True)
 
 
 def _check_max_grad_norm(max_grad_norm: object) -> None:
@@ -546,7 +549,7 @@ def _check_training(config: object, train_data: object, *, steps: object,
     if context_length > config.context_length:
         raise ValueError(f"context_length ({context_length}) exceeds the model's "
                          f"context_length ({config.context_length})")
-    _check_train_data(train_data, context_length)
+    _check_train_data(train_data, context_length, config.vocab_size)
     check_finite_float("lr", lr, minimum=0.0)
     check_finite_float("weight_decay", weight_decay, minimum=0.0)
     _check_max_grad_norm(max_grad_norm)

@@ -465,6 +465,15 @@ def _train(
     """The runs of :func:`_train_calls`, after checking they miss the held-out text."""
     check_int("num_merges", num_merges, minimum=0)
     check_int("heldout_chars", heldout_chars)
+    shortest = min(CORPORA, key=lambda c: len(corpus_text(c)))
+    limit = len(corpus_text(shortest)) - 1  # leaves one character to train on
+    if heldout_chars > limit:
+        raise ValueError(
+            f"heldout_chars must be an int in [1, {limit}], got {heldout_chars}: "
+            "each corpus keeps its last heldout_chars characters for evaluation "
+            f"and trains on what comes before (the shortest, {shortest}, has "
+            f"{limit + 1} characters)"
+        )
     for name, value in (("en_chars", en_chars), ("zh_chars", zh_chars)):
         check_int(name, value)
     for corpus, name, n in (("shakespeare", "en_chars", en_chars),

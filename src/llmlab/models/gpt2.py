@@ -336,6 +336,8 @@ class TransformerLM(nn.Module):
     the residual output projections scaled by ``1/sqrt(2 n_layers)``.
 
     The arguments come in the order of the Llama-style ``TransformerLM``.
+    ``load_state_dict`` refuses a state dict whose ``lm_head.weight`` differs from
+    its ``tok_emb.weight`` (one of them would silently win).
 
     Args:
         vocab_size: Number of token ids ``V``.
@@ -370,6 +372,7 @@ class TransformerLM(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.lm_head.weight = self.tok_emb.weight  # tied: one (V, D) matrix
+        self.register_load_state_dict_pre_hook(_refuse_untied_output)
         self._init_weights(n_layers)
 
     @classmethod
@@ -410,3 +413,23 @@ class TransformerLM(nn.Module):
         for block in self.blocks:
             x = block(x, key_mask)  # (B, T, D)
         return self.lm_head(self.ln_f(x))  # (B, T, V)
+
+
+def _refuse_untied_output(module: nn.Module, state_dict: dict, prefix: str,
+                          *_: object) -> None:
+    """Load pre-hook of :class:`TransformerLM`: the two tied matrices must agree."""
+    emb = state_dict.get(prefix + "tok_emb.weight")
+    head = state_dict.get(prefix + "lm_head.weight")
+    if not isinstance(emb, Tensor) or not isinstance(head, Tensor) or emb is head:
+        return  # a missing key is reported by load_state_dict itself
+    if emb.is_meta or head.is_meta:
+        return
+    if emb.shape != head.shape or not torch.equal(emb, head.to(emb.device)):
+        shapes = f" (shapes {tuple(emb.shape)} and {tuple(head.shape)})" * (
+            emb.shape != head.shape)
+        raise ValueError(
+            f"state_dict's {prefix}lm_head.weight differs from its "
+            f"{prefix}tok_emb.weight{shapes}, but this model ties them (one (V, D) "
+            "matrix), so one would silently overwrite the other; load a state dict "
+            "of a tied model"
+        )

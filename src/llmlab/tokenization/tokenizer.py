@@ -21,7 +21,13 @@ from pathlib import Path
 
 import regex
 
-from llmlab.checks import check_int, check_path, check_str, check_type
+from llmlab.checks import (
+    check_int,
+    check_iterable,
+    check_path,
+    check_str,
+    check_type,
+)
 from llmlab.tokenization.pretokenize import (
     GPT2_PATTERN,
     check_special_tokens,
@@ -395,14 +401,15 @@ class Tokenizer:
 
         Raises:
             ValueError: An id is not in the vocabulary.
-            TypeError: An id is not an integer (floats and bools are refused).
+            TypeError: ``ids`` is not iterable, or an id is not an integer (floats
+                and bools are refused).
 
         Taught on: "Tokenization".
         """
         if hasattr(ids, "tolist"):  # a tensor or an array
             ids = ids.tolist()
         elif not isinstance(ids, (list, tuple)):
-            ids = list(ids)
+            ids = list(check_iterable("ids", ids, _IDS))
         vocab = self.vocab
         try:
             parts = [vocab[i] for i in ids]
@@ -421,6 +428,9 @@ class Tokenizer:
                         f"(ids 0..{self.vocab_size - 1})"
                     )
         return b"".join(parts).decode("utf-8", errors="replace")
+
+
+_IDS = "an iterable of token ids (a list of ints or a tensor)"
 
 
 def _surrogate_error(name: str, err: UnicodeEncodeError) -> ValueError:

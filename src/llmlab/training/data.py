@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_finite_float, check_int
+from llmlab.checks import check_finite_float, check_int, check_iterable
 
 __all__ = ["ByteTokenizer", "get_batch", "split_tokens"]
 
@@ -156,7 +156,11 @@ class ByteTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Bytes back to text; a cut multi-byte character becomes U+FFFD."""
-        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        if hasattr(ids, "tolist"):  # a tensor or an array
+            ids = ids.tolist()
+        else:
+            ids = list(check_iterable(
+                "ids", ids, "an iterable of token ids (a list of ints or a tensor)"))
         for i in ids:  # ints: not floats, not bools
             if isinstance(i, bool) or not isinstance(i, int):
                 raise TypeError(f"ids must hold ints, got {type(i).__name__} {i!r}")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import Tensor, nn
 
-from llmlab.checks import check_finite_float
+from llmlab.checks import check_finite_float, check_parameters
 
 __all__ = ["AdamW", "gradient_clipping"]
 
@@ -50,6 +50,7 @@ class AdamW(torch.optim.Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.01,
     ) -> None:
+        params = check_parameters("params", params, groups=True, nonempty=True)
         check_finite_float("lr", lr, minimum=0.0)
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
@@ -114,6 +115,7 @@ def gradient_clipping(
 
     Taught on: "Training and generating text".
     """
+    parameters = check_parameters("parameters", parameters)
     check_finite_float("max_l2_norm", max_l2_norm, minimum=0.0, open_min=True)
     check_finite_float("eps", eps, minimum=0.0)
     grads: list[Tensor] = [p.grad for p in parameters if p.grad is not None]
