@@ -100,14 +100,13 @@ assert abs(loss - math.log(tokenizer.vocab_size)) < 0.5
 # the end. Below we call it, then show the code with which it trained the model.
 
 # %%
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from llmlab.experiments.training import run_training_run
 from llmlab.report.training import loss_curves_figure, source_block
 
 result = run_training_run(corpus="shakespeare")  # cached when the site builds
-display(Markdown(source_block(run_training_run.uncached, "settings = _settings(",
-                              "n_params =")))
+display(source_block(run_training_run.uncached, "settings = _settings(", "n_params ="))
 
 # %%
 for it, val in zip(result.val_iterations, result.val_losses):

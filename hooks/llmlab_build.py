@@ -126,6 +126,7 @@ def _precompute_report() -> dict[str, Any]:
 
 
 def on_config(config: Any) -> Any:
+    os.environ["LLMLAB_OUTPUT"] = "markdown"  # blocks print Markdown and <img> tags
     # 2. markdown-exec's python fence, with our run function
     for fence in config.mdx_configs["pymdownx.superfences"].get("custom_fences", []):
         if fence["name"] in ("python", "py"):

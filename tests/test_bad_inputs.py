@@ -870,6 +870,12 @@ CASES: list[Case] = [
          "lang", r"lang must be one of \('zh', 'en'\), got 'fr'"),
     case("label bytes", "llmlab.report.label", lambda: report.label(b"x", "x"), T, "zh",
          r"zh must be a str, got bytes"),
+    case("output_mode unknown", "llmlab.report.output_mode",
+         lambda: report.output_mode("html"), V, "mode",
+         r"mode must be one of \('text', 'markdown'\), got 'html'"),
+    case("plain_text of bytes", "llmlab.report.plain_text",
+         lambda: report.plain_text(b"| a |"), T, "markdown",
+         r"markdown must be a str, got bytes"),
     case("Label direct", "llmlab.report.Label", lambda: report.Label("x", None), T, "en",
          r"en must be a str, got NoneType"),
     case("text unknown language", "llmlab.report.text", lambda: report.text("x", "de"), V,
@@ -1805,8 +1811,8 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("fmt_float of a 0-d tensor", lambda: report.fmt_float(torch.tensor(0.5), 1) == "0.5"),
     ("fmt_float of nan is shown", lambda: report.fmt_float(NAN) == "nan"),
     ("fmt_pct of an int", lambda: report.fmt_pct(1) == "100.0%"),
-    ("table from a generator", lambda: "| x |" in str(report.table(
-        ["a"], ([c] for c in "x")))),
+    ("table from a generator", lambda: "| x |" in report.table(
+        ["a"], ([c] for c in "x")).render("en")),
     ("heatmap 1 x 1", lambda: report.heatmap_svg([[1.0]], lang="en")),
     ("dropout demo p 0", lambda: exp_attention.run_dropout_demo.uncached(p=0.0, seq_len=2)),
     ("collapse_score of two positions", lambda: exp_multihead.collapse_score(

@@ -188,6 +188,7 @@ def test_digest_follows_the_data() -> None:
 def test_printed_in_the_language_of_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     fig = causal_mask(2)
     monkeypatch.setenv("LLMLAB_LANG", "zh")
+    monkeypatch.setenv("LLMLAB_OUTPUT", "markdown")  # as the build prints it
     page = str(fig)
     assert f'alt="{fig.alt.zh}"' in page and f'data-digest="{fig.digest}"' in page
     bundle, meta = fig._repr_mimebundle_()  # a notebook gets both languages

@@ -148,7 +148,8 @@ def test_is_partial() -> None:
     assert not rt.is_partial("not bytes")
 
 
-def test_chips_survive_markdown() -> None:
+def test_chips_survive_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMLAB_OUTPUT", "markdown")  # as a page prints them
     chips = rt.tokens_html([b"<|endoftext|>", b"**", b"_x_", b"`", b"|", b"\\", b"\xe6"])
     inside = re.findall(r"<code[^>]*>(.*?)</code>", chips)
     assert len(inside) == 7

@@ -73,11 +73,12 @@ def test_fmt_bytes_and_shares():
 def test_source_block_drops_the_docstring_and_cuts_between_markers():
     from llmlab.training import cross_entropy, train
 
-    whole = rt.source_block(cross_entropy)
+    whole = rt.source_block(cross_entropy).render()  # the Markdown: what a page prints
     assert whole.startswith("```python\ndef cross_entropy(") and whole.endswith("```\n")
     assert "Mean negative log-likelihood" not in whole  # the docstring
     assert "return (log_normaliser - target_logit).mean()" in whole
-    loop = rt.source_block(train, "for it in range(start_iteration", "# bookkeeping")
+    loop = rt.source_block(train, "for it in range(start_iteration", "# bookkeeping"
+                           ).render()
     assert loop.startswith("```python\nfor it in range(")  # dedented
     assert "optimizer.step()" in loop and "bookkeeping" not in loop
     with pytest.raises(ValueError, match="is not in the source"):

@@ -474,6 +474,7 @@ def _execute(path: str, out: str) -> None:
     from IPython.utils.capture import capture_output
 
     os.chdir(Path(path).parent)
+    os.environ["LLMLAB_OUTPUT"] = "markdown"  # print(a table): as the pages print it
     nb = jupytext.read(path)
     shell = InteractiveShell.instance()
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):

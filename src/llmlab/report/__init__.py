@@ -7,11 +7,17 @@ Markdown tables and SVG figures. One mechanism picks the language: the argument
 English. So a block copied from a Chinese page and run in a plain interpreter
 prints English labels; ``LLMLAB_LANG=zh python block.py`` prints Chinese ones.
 
+What a printed table or figure looks like is the output mode (:func:`output_mode`):
+``LLMLAB_OUTPUT=markdown``, which the site's build sets for its pages, prints
+Markdown and ``<img>`` tags for markdown-exec to render; the default, ``text``, is
+for a terminal: tables as plain-text tables, a figure as its ``alt`` text and the
+path of its SVG file (:func:`plain_text`, :meth:`Localized.plain`).
+
 Words are given in both languages with :func:`label`; numbers, identifiers
 (``q_proj``, ``RMSNorm``) and shapes are the same in both. :func:`table`,
 :func:`heatmap` and :func:`line_plot` return :class:`Localized` objects: printed,
-they are Markdown (or an ``<img>`` tag) in the current language; displayed in a
-notebook, they carry every language, so one executed notebook serves both.
+they are text (or Markdown, or an ``<img>`` tag) in the current language; displayed
+in a notebook, they carry every language, so one executed notebook serves both.
 Everything is deterministic: the same data gives the same bytes.
 
 Taught on: every lecture (how the pages print their results).
@@ -29,7 +35,10 @@ import math
 import numbers
 import os
 import re
+import tempfile
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from llmlab.checks import (
@@ -44,7 +53,9 @@ from llmlab.checks import (
 __all__ = [
     "CJK_FONTS",
     "DEFAULT_LANGUAGE",
+    "DEFAULT_OUTPUT_MODE",
     "LANGUAGES",
+    "OUTPUT_MODES",
     "Label",
     "Localized",
     "cjk_font",
@@ -61,6 +72,8 @@ __all__ = [
     "line_plot",
     "line_plot_svg",
     "markdown_table",
+    "output_mode",
+    "plain_text",
     "svg_from_figure",
     "table",
     "text",
@@ -77,6 +90,25 @@ def language(lang: str | None = None) -> str:
     if chosen not in LANGUAGES:
         where = "lang" if lang is not None else "LLMLAB_LANG"
         raise ValueError(f"{where} must be one of {LANGUAGES}, got {chosen!r}")
+    return chosen
+
+
+OUTPUT_MODES = ("text", "markdown")
+DEFAULT_OUTPUT_MODE = "text"
+
+
+def output_mode(mode: str | None = None) -> str:
+    """How report objects print: ``mode``, else ``$LLMLAB_OUTPUT``, else ``text``.
+
+    ``text`` is for a terminal: plain-text tables, a figure's ``alt`` text and the
+    path of its SVG file. ``markdown`` is what markdown-exec renders on a page
+    (Markdown tables, ``<img>`` tags); the site's build sets it.
+    """
+    chosen = mode if mode is not None else (os.environ.get("LLMLAB_OUTPUT")
+                                            or DEFAULT_OUTPUT_MODE)
+    if chosen not in OUTPUT_MODES:
+        where = "mode" if mode is not None else "LLMLAB_OUTPUT"
+        raise ValueError(f"{where} must be one of {OUTPUT_MODES}, got {chosen!r}")
     return chosen
 
 
@@ -136,14 +168,25 @@ class Localized:
         self.make, self.alt, self.digest = make, alt, digest
 
     def render(self, lang: str | None = None) -> str:
-        """Markdown, or for a figure its :func:`img_tag`, in ``lang``."""
+        """Markdown, or for a figure its :func:`img_tag`, in ``lang`` (for pages)."""
         lang = language(lang)
         if self.alt is None:
             return self.make(lang)
         return img_tag(self.make(lang), alt=self.alt.text(lang), digest=self.digest)
 
+    def plain(self, lang: str | None = None) -> str:
+        """What a terminal shows, in ``lang``: the Markdown as :func:`plain_text`, or
+        for a figure its ``alt`` text and the path of its SVG, written to a file in
+        the temporary folder (named by its content)."""
+        lang = language(lang)
+        if self.alt is None:
+            return plain_text(self.make(lang))
+        path = _figure_file(self.make(lang))
+        return f"{self.alt.text(lang)}\n{label('图：', 'figure: ').text(lang)}{path}"
+
     def __str__(self) -> str:
-        return self.render()
+        """:meth:`render` when the output mode is ``markdown``, else :meth:`plain`."""
+        return self.render() if output_mode() == "markdown" else self.plain()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple:
         """For notebooks: the current language shown, every language in the metadata."""
@@ -212,6 +255,10 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
                    align: str | None = None, lang: str | None = None) -> str:
     """A Markdown table; :class:`Label` headers and cells in ``lang``.
 
+    As the output mode prints it (:func:`output_mode`): the Markdown for a page,
+    else the same table as :func:`plain_text` (see :func:`table` for one that
+    prints either way).
+
     Args:
         headers: Column titles.
         rows: One sequence of cells per row.
@@ -222,6 +269,12 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
     Raises:
         ValueError: If a row or ``align`` has the wrong number of columns.
     """
+    return _as_printed(_markdown_table(headers, rows, align, lang))
+
+
+def _check_table(headers: Any, rows: Any, align: Any, lang: str | None
+                 ) -> tuple[str, list, str]:
+    """:func:`markdown_table`'s arguments checked: language, rows, alignment."""
     lang = language(lang)
     if isinstance(headers, (str, bytes)) or not isinstance(headers, Sequence):
         raise TypeError(f"headers must be a list of column titles, got "
@@ -241,6 +294,13 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
             raise TypeError(f"rows[{i}] must be a list of cells, got {type(row).__name__}")
         if len(row) != n:
             raise ValueError(f"row {i} has {len(row)} cells, expected {n} (one per header)")
+    return lang, rows, align
+
+
+def _markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
+                    align: str | None, lang: str | None) -> str:
+    """:func:`markdown_table`'s Markdown, whatever the output mode."""
+    lang, rows, align = _check_table(headers, rows, align, lang)
     rule = {"l": ":--", "c": ":-:", "r": "--:"}
     lines = ["| " + " | ".join(_cell(h, lang) for h in headers) + " |",
              "| " + " | ".join(rule[a] for a in align) + " |"]
@@ -253,8 +313,121 @@ def table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
     """:func:`markdown_table`, made in the reader's language when shown."""
     if hasattr(rows, "__iter__") and not isinstance(rows, (str, bytes)):
         rows = list(rows)  # made again in each language
-    markdown_table(headers, rows, align, DEFAULT_LANGUAGE)  # bad input fails here
-    return Localized(lambda lang: markdown_table(headers, rows, align, lang))
+    _markdown_table(headers, rows, align, DEFAULT_LANGUAGE)  # bad input fails here
+    return Localized(lambda lang: _markdown_table(headers, rows, align, lang))
+
+
+# --------------------------------------------------------------------------
+# text for a terminal
+# --------------------------------------------------------------------------
+_FENCE = re.compile(r"\s*(`{3,}|~{3,})")
+_TABLE_RULE = re.compile(r"\|(?:\s*:?-+:?\s*\|)+\s*")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")  # a pipe that is not escaped
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+_CHIP = re.compile(r'<code class="llmlab-tok[^"]*">(.*?)</code>', re.S)  # a token
+_TAG = re.compile(r'</?[A-Za-z][A-Za-z0-9]*(?:\s+[\w:-]+="[^"]*")*\s*/?>')  # not a<b, c>d
+
+
+def _display_width(s: str) -> int:
+    """Terminal columns: two for a CJK character (East Asian W, F), none for a mark."""
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+
+
+def _inline(s: str, newline: str = "\n") -> str:
+    """Inline HTML as text: tokens in brackets, tags dropped, entities decoded."""
+    s = _CHIP.sub(r"[\1]", _BREAK.sub(newline, s))
+    return html.unescape(_TAG.sub("", s)).replace("\xa0", " ")
+
+
+def _text_table(lines: list[str]) -> list[str]:
+    """A Markdown table (:func:`markdown_table`'s) as aligned plain-text lines."""
+    def cells(line: str) -> list[str]:
+        parts = _CELL_SPLIT.split(line.strip().removeprefix("|").removesuffix("|"))
+        return [_inline(p.strip().replace("\\|", "|"), newline=" ").strip()
+                for p in parts]
+
+    rule = [c.strip() for c in lines[1].strip().strip("|").split("|")]
+    align = ["c" if r.startswith(":") and r.endswith(":") else "r" if r.endswith(":")
+             else "l" for r in rule]
+    rows = [cells(line) for line in lines[:1] + lines[2:]]
+    n = max(len(align), *(len(r) for r in rows))
+    align += ["l"] * (n - len(align))
+    rows = [r + [""] * (n - len(r)) for r in rows]
+    widths = [max(_display_width(r[j]) for r in rows) for j in range(n)]
+
+    def line(row: list[str]) -> str:
+        out = []
+        for cell, a, w in zip(row, align, widths):
+            pad = w - _display_width(cell)
+            left = {"l": 0, "r": pad, "c": pad // 2}[a]
+            out.append(" " * left + cell + " " * (pad - left))
+        return "  ".join(out).rstrip()
+
+    return [line(rows[0]), "  ".join("-" * w for w in widths), *map(line, rows[1:])]
+
+
+def plain_text(markdown: str) -> str:
+    """What a terminal shows for Markdown that this package makes.
+
+    A Markdown table becomes a plain-text table (a header, a rule of dashes, the
+    rows), its columns aligned by display width (a CJK character is two columns)
+    as the table's alignment row says; a fenced block becomes its lines, fences
+    left out; elsewhere, and in cells, HTML tags are dropped (a token chip is
+    shown as ``[token]``), entities decoded (``&nbsp;`` is a space) and escaped
+    pipes (``\\|``) undone. Other Markdown (``**``, backticks) is kept as it is.
+    """
+    check_str("markdown", markdown)
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        if fence := _FENCE.match(line):  # code: as it is, to the closing fence
+            mark = fence.group(1)
+            i += 1
+            while i < len(lines) and not (lines[i].strip().startswith(mark)
+                                          and not lines[i].strip().strip(mark[0])):
+                out.append(lines[i])
+                i += 1
+            i += 1
+            continue
+        if line.startswith("|") and i + 1 < len(lines) and _TABLE_RULE.fullmatch(
+                lines[i + 1]):
+            end = i + 2
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            out += _text_table(lines[i:end])
+            i = end
+            continue
+        out.append(_inline(line))
+        i += 1
+    return "\n".join(out)
+
+
+def _as_printed(markdown: str) -> str:
+    """``markdown`` as the output mode prints it: as it is, or :func:`plain_text`."""
+    return markdown if output_mode() == "markdown" else plain_text(markdown)
+
+
+def _figure_file(svg: str) -> Path:
+    """``svg`` in ``<temporary folder>/llmlab-figures/<hash of svg>.svg``: written
+    once, never over a file of other content; its path."""
+    data = svg.encode("utf-8")
+    digest = hashlib.sha256(data).hexdigest()
+    folder = Path(tempfile.gettempdir()) / "llmlab-figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in (digest[:16], digest):  # the full hash if the short name is taken
+        path = folder / f"{name}.svg"
+        if path.is_symlink() or path.exists():
+            if not path.is_symlink() and path.is_file() and path.read_bytes() == data:
+                return path
+            continue
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return path
+    raise FileExistsError(f"{folder} holds other files named {digest[:16]}.svg and "
+                          f"{digest}.svg: remove them")
 
 
 # --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Tokens are shown as chips (:func:`tokens_html`): one ``<code class="llmlab-tok">``
 per token, spaces as ``␣``, newlines as ``↵``, tabs as ``⇥``, and the bytes of a
 token that is not valid UTF-8 on its own (part of a character) as ``\\xNN``, with
-a dashed outline. The chips are the same in every language: they are data.
+a dashed outline. The chips are the same in every language: they are data. In a
+terminal (:func:`llmlab.report.output_mode` ``text``) a chip prints as ``[token]``.
 
 Taught on: "Tokenization".
 """
@@ -26,6 +27,7 @@ from llmlab.experiments.tokenization import (
 from llmlab.report import (
     Label,
     Localized,
+    _as_printed,
     fmt_float,
     fmt_int,
     fmt_pct,
@@ -172,8 +174,14 @@ def tokens_html(tokens: Iterable[bytes | str]) -> str:
     """Inline HTML: one chip per token (the same in every language).
 
     A token that is part of a character gets the class ``llmlab-partial``.
-    A line may break between chips, never inside one.
+    A line may break between chips, never inside one. Printed in a terminal
+    (output mode ``text``), the tokens as text: ``[␣the][␣cat]``.
     """
+    return _as_printed(_tokens_html(tokens))
+
+
+def _tokens_html(tokens: Iterable[bytes | str]) -> str:
+    """:func:`tokens_html`'s HTML, whatever the output mode."""
     if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
         raise TypeError(f"tokens must be a list of tokens (bytes or str), got "
                         f"{type(tokens).__name__}; one token goes in a list: [token]")
@@ -186,7 +194,13 @@ def tokens_html(tokens: Iterable[bytes | str]) -> str:
 
 
 def verbatim_html(text: str) -> str:
-    """Inline HTML: ``text`` in one code span, whitespace made visible."""
+    """Inline HTML: ``text`` in one code span, whitespace made visible (in a
+    terminal, output mode ``text``: that text alone)."""
+    return _as_printed(_verbatim_html(text))
+
+
+def _verbatim_html(text: str) -> str:
+    """:func:`verbatim_html`'s HTML, whatever the output mode."""
     check_str("text", text)
     return f'<code class="llmlab-verbatim">{_escape(token_text(text))}</code>'
 
@@ -197,7 +211,8 @@ def _nowrap(html: str) -> str:
 
 def _merge_html(pair: tuple[bytes, bytes]) -> str:
     a, b = pair
-    return _nowrap(f"{tokens_html([a])} + {tokens_html([b])} → {tokens_html([a + b])}")
+    chips = [_tokens_html([t]) for t in (a, b, a + b)]
+    return _nowrap(f"{chips[0]} + {chips[1]} → {chips[2]}")
 
 
 def _hex(data: bytes) -> str:
@@ -210,7 +225,7 @@ def _hex(data: bytes) -> str:
 def utf8_table(chars: str) -> Localized:
     """One row per character: its code point, its UTF-8 bytes (hex), how many."""
     check_str("chars", chars, nonempty=True)
-    rows = [[verbatim_html(c), f"U+{ord(c):04X}", f"`{_hex(c.encode('utf-8'))}`",
+    rows = [[_verbatim_html(c), f"U+{ord(c):04X}", f"`{_hex(c.encode('utf-8'))}`",
              len(c.encode("utf-8"))] for c in chars]
     headers = [label("字符", "character"), label("码位", "code point"),
                label("UTF-8 字节（十六进制）", "UTF-8 bytes (hex)"),
@@ -273,9 +288,9 @@ def granularity_examples(r: GranularityResult, language: str) -> Localized:
         for s, units in lines:
             name = SCHEME_NAMES[s].text(lang)
             if lang == "zh":
-                out.append(f"- **{name}**（{len(units)} 个）：{tokens_html(units)}")
+                out.append(f"- **{name}**（{len(units)} 个）：{_tokens_html(units)}")
             else:
-                out.append(f"- **{name}** ({len(units)}): {tokens_html(units)}")
+                out.append(f"- **{name}** ({len(units)}): {_tokens_html(units)}")
         return "\n".join(out) + "\n"
 
     return Localized(make)
@@ -289,7 +304,8 @@ def bpe_steps_table(r: BPEStepsResult) -> Localized:
     check_type("r", r, BPEStepsResult)
     rows = [[0, "", "", "", 256, r.initial_num_tokens]]
     for k, step in enumerate(r.steps, start=1):
-        others = ", ".join(_nowrap(f"{tokens_html(a_b)} {c}") for a_b, c in step.candidates[1:])
+        others = ", ".join(_nowrap(f"{_tokens_html(a_b)} {c}")
+                           for a_b, c in step.candidates[1:])
         rows.append([k, _merge_html(step.pair), step.count, others, step.vocab_size,
                      step.num_tokens])
     headers = [label("合并", "merge"), label("合并的对", "pair merged"),
@@ -310,8 +326,8 @@ def bpe_segmentation_table(r: BPEStepsResult, after: Sequence[int] = (0, 3, 6, 1
         cells = []
         for k in after:
             seg = [bytes([b]) for b in word] if k == 0 else r.steps[k - 1].segmentation[i]
-            cells.append(tokens_html(seg))
-        rows.append([verbatim_html(word.decode("utf-8")), n, *cells])
+            cells.append(_tokens_html(seg))
+        rows.append([_verbatim_html(word.decode("utf-8")), n, *cells])
     headers = [label("词", "word"), label("次数", "count"),
                *[label(f"合并 {k} 次后", f"after {k} merges") for k in after]]
     return table(headers, rows, align="lr" + "l" * len(after))
@@ -382,7 +398,7 @@ def longest_tokens_table(r: CorpusTrainingResult, n: int = 8) -> Localized:
         row: list = [i + 1]
         for c in r.curves:
             t = c.longest_tokens[i]
-            row += [tokens_html([t]), len(t)]
+            row += [_tokens_html([t]), len(t)]
         rows.append(row)
     headers: list = [label("名次", "rank")]
     for c in r.curves:
@@ -409,7 +425,7 @@ def token_kinds_table(r: CorpusTrainingResult) -> Localized:
 def agreement_table(r: GPT2AgreementResult) -> Localized:
     """Each text: our tokens, how many, whether tiktoken's ids equal ours, round trip."""
     check_type("r", r, GPT2AgreementResult)
-    rows = [[AGREEMENT_NAMES.get(c.key, c.key), tokens_html(c.tokens), len(c.ids),
+    rows = [[AGREEMENT_NAMES.get(c.key, c.key), _tokens_html(c.tokens), len(c.ids),
              yes_no(c.equal), yes_no(c.round_trip)] for c in r.cases]
     headers = [label("文本", "text"), label("我们的 token", "our tokens"),
                label("token 数", "tokens"),
@@ -447,7 +463,7 @@ def chinese_tokenizers_table(r: ChineseTokenizersResult) -> Localized:
 def chinese_example_table(r: ChineseTokenizersResult) -> Localized:
     """The example line as each tokenizer cuts it."""
     check_type("r", r, ChineseTokenizersResult)
-    rows = [[TOKENIZER_NAMES[k], tokens_html(r.example_tokens[k]),
+    rows = [[TOKENIZER_NAMES[k], _tokens_html(r.example_tokens[k]),
              len(r.example_tokens[k]), r.example_partial[k]] for k in r.tokenizers]
     headers = [label("分词器", "tokenizer"), label("切出的 token", "tokens"),
                label("token 数", "count"),
@@ -469,7 +485,7 @@ def pitfalls_table(r: PitfallsResult, groups: Sequence[str] | None = None) -> Lo
         for i, g in enumerate(groups):
             check_choice(f"groups[{i}]", g, known)
     rows = [[PITFALL_NAMES.get((c.group, c.key), label(c.key, c.key)),
-             verbatim_html(c.text), tokens_html(c.tokens),
+             _verbatim_html(c.text), _tokens_html(c.tokens),
              "`" + ", ".join(map(str, c.ids)) + "`"]
             for c in r.cases if groups is None or c.group in groups]
     headers = [label("情形", "case"), label("文本", "text"), label("切出的 token", "tokens"),
@@ -490,7 +506,7 @@ def partial_decode_table(r: PitfallsResult) -> Localized:
     for k, text in enumerate(r.partial_decodes, start=1):
         ids, raw = r.partial_ids[:k], b"".join(r.partial_tokens[:k])
         rows.append([k, "`" + ", ".join(map(str, ids)) + "`", f"`{_hex(raw)}`",
-                     verbatim_html(text), text.count("\ufffd")])
+                     _verbatim_html(text), text.count("\ufffd")])
     headers = [label("前 k 个 token", "first k tokens"), label("编号", "ids"),
                label("字节（十六进制）", "bytes (hex)"), label("解码结果", "decoded"),
                label("U+FFFD 的个数", "U+FFFD count")]

@@ -166,8 +166,12 @@ def _code_span(s: str) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-def source_block(obj: Any, start: str | None = None, stop: str | None = None) -> str:
+def source_block(obj: Any, start: str | None = None, stop: str | None = None
+                 ) -> Localized:
     """``obj``'s source as a fenced Python block, without its docstring.
+
+    Printed for a page (:func:`~llmlab.report.output_mode` ``markdown``) and
+    displayed in a notebook, the fenced block; printed in a terminal, the code.
 
     With ``start`` (and ``stop``), only the lines from the first one containing
     ``start`` up to, not including, the first later one containing ``stop``,
@@ -203,7 +207,8 @@ def source_block(obj: Any, start: str | None = None, stop: str | None = None) ->
                 raise ValueError(f"{stop!r} does not follow {start!r} in the source "
                                  f"of {obj.__qualname__}")
         lines = textwrap.dedent("\n".join(lines[first:last])).splitlines()
-    return "```python\n" + "\n".join(lines).rstrip() + "\n```\n"
+    block = "```python\n" + "\n".join(lines).rstrip() + "\n```\n"
+    return Localized(lambda lang: block)  # the same code in every language
 
 
 def fmt_bytes(n: int) -> str:
@@ -381,17 +386,18 @@ def encoding_table(rows: Sequence[tuple[str, str, Sequence[bytes], Sequence[int]
     and its id.
     """
     _check_encoding_rows(rows)
-    from llmlab.report.tokenization import tokens_html, verbatim_html
+    from llmlab.report.tokenization import _tokens_html, _verbatim_html
 
     body = []
     for corpus, line, tokens, ids in rows:
-        pairs = "<wbr> ".join(f'<span class="llmlab-merge">{tokens_html([t])}&nbsp;{i}</span>'
-                              for t, i in zip(tokens, ids))
+        pairs = "<wbr> ".join(
+            f'<span class="llmlab-merge">{_tokens_html([t])}&nbsp;{i}</span>'
+            for t, i in zip(tokens, ids))
         size = label(f"{len(line)} 个字符 → {len(ids)} 个 token",
                      f"{len(line)} characters → {len(ids)} tokens")
         body.append((CORPUS_NAMES[corpus],
-                     label(f"{verbatim_html(line)}<br>{size.zh}",
-                           f"{verbatim_html(line)}<br>{size.en}"), pairs))
+                     label(f"{_verbatim_html(line)}<br>{size.zh}",
+                           f"{_verbatim_html(line)}<br>{size.en}"), pairs))
     headers = [label("语料", "corpus"), label("文本", "text"),
                label("token 与编号", "tokens and ids")]
     return table(headers, body, align="lll")
