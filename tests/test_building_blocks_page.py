@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from llmlab.experiments import building_blocks as bb
-from llmlab.report.building_blocks import flops_table, kernels_table, norm_share_summary
+from llmlab.report.building_blocks import (
+    flops_table,
+    kernels_table,
+    norm_share_summary,
+    roofline_summary,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +45,22 @@ def test_timing_tables_name_each_rows_implementation(small_timing) -> None:
                                                            "| softmax"]
     summary = norm_share_summary(r).render("en")
     assert r.machine in summary and "25%" in summary and len(summary.splitlines()) == 4
+
+
+def test_the_measured_words_follow_the_measurement(small_timing) -> None:
+    """What the page says of the timings is made from them: whichever way the
+    ridge point and the shares fall, the words say so (no assert on a timing)."""
+    import dataclasses
+
+    r = small_timing
+    for ridge, above in ((1e-9, "matmul, RMSNorm, LayerNorm, softmax, GELU"),
+                         (1e9, "none")):
+        words = roofline_summary(dataclasses.replace(r, ridge=ridge)).render("en")
+        assert f"Above it (compute-bound): {above};" in words
+    zh = roofline_summary(dataclasses.replace(r, ridge=1e9)).render("zh")
+    assert "高于脊点（计算受限）：无；" in zh and "矩阵乘法" in zh
+    # every op's time share against its FLOP share, as measured
+    shares = r.shares("torch")
+    dearer = [op for op, (f, t) in shares.items() if t > f]
+    line = roofline_summary(r).render("en").splitlines()[-1]
+    assert line.split(": ")[1].split(";")[0] == (", ".join(dearer) or "none")

@@ -240,3 +240,34 @@ def test_examples_display_no_ipython_markdown_object(tmp_path: Path) -> None:
     out, _ = _run_as_a_reader(code, tmp_path)
     _assert_readable(out)
     assert out.startswith("settings = _settings(") and "```" not in out
+
+
+def test_a_cjk_font_installed_after_matplotlib_listed_its_fonts_is_found(
+        tmp_path: Path) -> None:
+    """Matplotlib lists the system's fonts once, in a cache: a font installed later is
+    missing from it. A Chinese figure still finds the font (fails before cjk_font)."""
+    import subprocess
+    import sys
+
+    forget = (
+        "import os, matplotlib\n"
+        "from matplotlib import font_manager as fm\n"
+        "from llmlab.report import CJK_FONTS\n"
+        "files = {f.fname for f in fm.fontManager.ttflist if f.name in CJK_FONTS}\n"
+        "assert files, 'no CJK font on this machine (make test installs one)'\n"
+        "fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist\n"
+        "                          if f.fname not in files]  # as before the font came\n"
+        "name = f'fontlist-v{fm.FontManager.__version__}.json'\n"
+        "fm.json_dump(fm.fontManager, os.path.join(matplotlib.get_cachedir(), name))\n")
+    draw = (
+        "from matplotlib import font_manager as fm\n"
+        "from llmlab.report import CJK_FONTS, line_plot_svg\n"
+        "assert not {f.name for f in fm.fontManager.ttflist} & set(CJK_FONTS)\n"
+        "svg = line_plot_svg({'损失': ([0, 1], [2.0, 1.0])}, title='训练', lang='zh')\n"
+        "print(svg.startswith('<?xml'))\n")
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path), "MPLBACKEND": "Agg"}
+    for code in (forget, draw):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"

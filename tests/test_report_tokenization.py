@@ -158,3 +158,16 @@ def test_chips_survive_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
     assert chips.count('class="llmlab-tok llmlab-partial"') == 1
     assert "&#124;" in chips and "&#60;" in chips
     assert rt.verbatim_html("a b") == '<code class="llmlab-verbatim">a␣b</code>'
+
+
+def test_the_merge_loops_are_compared_as_measured() -> None:
+    import dataclasses
+
+    r = tk.time_training(num_chars=3_000, num_merges=10, num_processes=2,
+                         encode_chars=3_000, repeats=1)
+    fast = dataclasses.replace(r, seconds={**r.seconds, "merges_naive": 0.3,
+                                           "merges_incremental": 0.1})
+    assert "took 3.0× as long as the incremental one" in rt.merge_speed_line(fast).en
+    slow = dataclasses.replace(r, seconds={**r.seconds, "merges_naive": 0.1,
+                                           "merges_incremental": 0.2})
+    assert "朴素合并循环的用时是增量循环的 0.5 倍" in rt.merge_speed_line(slow).zh

@@ -202,6 +202,12 @@ def test_kv_cache_and_timing_renderers():
     g = exp.GenerationTiming("CPU, 1 thread", [2, 16], [1.0, 1.1], [1.0, 2.0], 900.0,
                              600.0, settings)
     _check_figure(rt.generation_timing_figure(g))
+    words = rt.generation_timing_summary(g)  # what was measured, whichever way it went
+    assert "1.00 → 2.00 without the cache, 1.00 → 1.10 with it" in words.render("en")
+    assert "takes 1.8× as long" in words.render("en") and "1.8 倍" in words.render("zh")
+    slow = exp.GenerationTiming("CPU", [2, 16], [3.0, 3.0], [1.0, 2.0], 900.0, 600.0,
+                                settings)  # the cache slower: said as it is
+    assert "takes 0.7× as long" in rt.generation_timing_summary(slow).render("en")
     t = exp.ThroughputTiming("CPU, 1 thread", [1000.0, 3000.0, 2000.0], settings, 10, 50)
     out = _check_table(rt.throughput_table(t), rows=5)
     assert "| 2,000 |" in out["en"] and "6.00e+05" in out["en"]  # median, 6·N·median

@@ -74,8 +74,9 @@ def collect_notebook_snippets() -> list[Snippet]:
 def _env(cache_dir: Path) -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
     env = {k: v for k, v in os.environ.items() if k in keep}
+    # LLMLAB_OUTPUT=markdown: what the page printed (in a terminal, the default is text)
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg",
-               LLMLAB_LANG="en", LLMLAB_CACHE_DIR=str(cache_dir),
+               LLMLAB_LANG="en", LLMLAB_OUTPUT="markdown", LLMLAB_CACHE_DIR=str(cache_dir),
                PYTHONDONTWRITEBYTECODE="1")
     return env
 
