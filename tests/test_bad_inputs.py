@@ -1680,6 +1680,9 @@ CASES: list[Case] = [
          lambda: dist.launch(lambda: 0), V, "fn",
          r"fn must be a module-level function \(the processes import it by name\), got "
          r".*<lambda>"),
+    case("launch an unpicklable argument", "llmlab.distributed.launch",
+         lambda: dist.launch(dist.all_reduce_seconds, (lambda: 8,)), T, "args",
+         r"args must be picklable \(it is sent to the processes\), got .*lambda"),
     case("launch world_size 0", "llmlab.distributed.launch",
          lambda: dist.launch(dist.all_reduce_seconds, (8,), world_size=0), V, "world_size",
          r"world_size must be an int >= 1, got 0"),

@@ -4,8 +4,9 @@ The course's own training step (``get_batch``, ``cross_entropy``,
 ``gradient_clipping``, ``AdamW``) runs unchanged on every rank; PyTorch's
 distributed engine does the rest.
 
-* :func:`launch` runs a function on ``world_size`` local processes with a process
-  group set up (gloo on CPUs, NCCL on GPUs), and returns what each rank returned.
+* :func:`launch` runs a function on ``world_size`` local processes (new
+  interpreters, as ``torchrun`` starts them) with a process group set up (gloo on
+  CPUs, NCCL on GPUs), and returns what each rank returned.
   It always stops and joins its processes: a rank that fails raises
   :class:`WorkerError`, one that hangs a ``TimeoutError``.
 * :func:`init_distributed` sets up the process group of a script started by
@@ -25,17 +26,24 @@ Taught on: "Where the compute and the memory go" (training on many devices).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
-import multiprocessing
+import io
 import os
 import pickle
+import runpy
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy as np
@@ -193,77 +201,202 @@ def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
 # --------------------------------------------------------------------------
 # launching local processes
 # --------------------------------------------------------------------------
-def _context(start_method: str | None,
-             module: str) -> multiprocessing.context.BaseContext:
-    """Forkserver where there is one (POSIX), spawn elsewhere.
-
-    Both start each rank from a clean interpreter state (a forked copy of a
-    process that runs threads or CUDA is unsafe). Spawn imports torch again in
-    every rank (about a second of CPU each); the fork server imports it once and
-    forks each rank from there, so later launches start in milliseconds.
-    """
-    if start_method is None:
-        methods = multiprocessing.get_all_start_methods()
-        start_method = "forkserver" if "forkserver" in methods else "spawn"
-    context = multiprocessing.get_context(start_method)
-    if start_method == "forkserver":
-        # the server imports these once (when it starts); every rank forked from it
-        # has them, ``module`` (the launched function's) among them. torch's
-        # optimizers import torch._dynamo when the first one is built (half a
-        # second of CPU in every rank otherwise)
-        context.set_forkserver_preload(["__main__", "torch", "torch.distributed.fsdp",
-                                        "torch._dynamo", "llmlab.distributed", module])
-    return context
-
-
-def _run_rank(rank: int, world_size: int, port: int, backend: str, timeout: float,
-              threads: int, fn: Callable[..., Any], args: tuple, kwargs: dict,
-              channel: Connection) -> None:
-    """One rank: join the group, run ``fn``, send back its result or traceback.
-
-    The message goes out before the rank leaves the group: when a rank fails,
-    its peers fail next (their connections close), and the parent must be able
-    to tell the cause from the consequences (messages carry the time they left).
-    """
-    try:
-        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size),
-                          LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        torch.set_num_threads(threads)
-        if backend == "nccl":  # each process on its own GPU, before NCCL starts
-            torch.cuda.set_device(rank)
-        wait = datetime.timedelta(seconds=timeout)
-        store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
-                              timeout=wait)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=wait)
-        # plain pickle copies tensors' data (no shared memory to outlive this process)
-        message = (True, time.time(), pickle.dumps(fn(*args, **kwargs)))
-    except BaseException:  # noqa: BLE001 - every failure goes back to the parent
-        message = (False, time.time(), traceback.format_exc())
-    channel.send(message)  # blocks until the parent has it, or it is in the pipe
-    channel.close()
-    if dist.is_initialized():
-        dist.destroy_process_group()
-    if not message[0]:
-        sys.exit(1)
-
-
-def _stop(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    """Terminate every process still running, then kill it if it will not go."""
-    for p in processes:
-        if p.is_alive():
-            p.terminate()
-    for p in processes:
-        p.join(timeout=5.0)
-        if p.is_alive():
-            p.kill()
-            p.join()
-
+# A rank is a new interpreter that runs this module's _worker, as torchrun starts
+# its ranks: it never runs the caller's script (multiprocessing's spawn and
+# forkserver import it in every child). It gets this process's sys.path first,
+# so that it imports llmlab, and then fn's module, as this process would.
+_WORKER = ("import sys; sys.path[:] = {path!r}; "
+           "from llmlab.distributed import _worker; _worker()")
 
 _GRACE_S = 0.5
 """After a first failure, how long :func:`launch` collects the others before
 raising the one that came first."""
+
+_POLL_S = 0.02
+"""How often :func:`launch` looks for the ranks' messages and exits."""
+
+_importing_main = False
+"""True while a rank imports the caller's script (see :func:`_import_main`)."""
+
+
+class _CallPickler(pickle.Pickler):
+    """Pickles the call; notes whether it names something of ``__main__``."""
+
+    uses_main = False
+
+    def reducer_override(self, obj: object) -> object:
+        if isinstance(obj, type | types.FunctionType) and \
+                getattr(obj, "__module__", None) == "__main__":
+            self.uses_main = True
+        return NotImplemented  # pickle it as usual (functions and classes: by name)
+
+
+class _ResultUnpickler(pickle.Unpickler):
+    """Reads a rank's result: what the rank knew as ``__mp_main__`` is ``__main__``."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class("__main__" if module == "__mp_main__" else module,
+                                  name)
+
+
+def _main_module() -> tuple[str | None, str | None]:
+    """How a rank imports this process's ``__main__``: (module name, or script path).
+
+    Raises:
+        ValueError: ``__main__`` has no file (an interactive session, ``-c``).
+    """
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name and not name.endswith("__main__"):  # python -m package.module
+        return name, None
+    path = getattr(main, "__file__", None)
+    if not path:
+        raise ValueError("fn (or an argument) is defined in an interactive __main__, "
+                         "which the processes cannot import: define it in a module "
+                         "(a .py file)")
+    return None, os.path.abspath(path)
+
+
+def _pickle_call(fn: Callable[..., Any], args: tuple,
+                 kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What every rank reads first: the call, pickled; how it imports ``__main__``."""
+    buffer = io.BytesIO()
+    pickler = _CallPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    for name, value in (("fn", fn), ("args", args), ("kwargs", kwargs)):
+        try:
+            pickler.dump(value)  # by reference for functions: module and name
+        except Exception as error:  # noqa: BLE001 - whatever pickle raises
+            raise TypeError(f"{name} must be picklable (it is sent to the processes), "
+                            f"got {type(error).__name__}: {error}") from error
+    return {"call": buffer.getvalue(), "argv": list(sys.argv),
+            "main": _main_module() if pickler.uses_main else None}
+
+
+def _import_main(name: str | None, path: str | None) -> None:
+    """The caller's main module, as ``__mp_main__`` (its guarded code does not run).
+
+    As multiprocessing does: ``__main__`` names it too, so that what was pickled
+    as ``__main__.fn`` is found.
+    """
+    global _importing_main
+    main = types.ModuleType("__mp_main__")
+    _importing_main = True  # a launch the script does not guard fails, not recurses
+    try:
+        if name is not None:
+            namespace = runpy.run_module(name, run_name="__mp_main__", alter_sys=True)
+        else:
+            namespace = runpy.run_path(path, run_name="__mp_main__")
+    finally:
+        _importing_main = False
+    main.__dict__.update(namespace)
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = main
+
+
+def _watch_parent() -> None:
+    """End this rank, and what it started, when the launching process is gone.
+
+    The parent holds this process's stdin open and writes nothing: end of file
+    means it died (killed, say) without stopping its ranks.
+    """
+    channel = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # fn, and what it starts, read an empty stdin
+    os.close(null)
+
+    def watch() -> None:
+        while os.read(channel, 4096):
+            pass
+        if os.name == "posix":
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="llmlab-parent-watch", daemon=True).start()
+
+
+def _worker() -> None:
+    """One rank (a new interpreter): join the group, run ``fn``, report.
+
+    Its arguments: ``sys.argv[1:]``, the launch's folder and the rank. The
+    message (a result or a traceback) goes out before the rank leaves the
+    group: when a rank fails, its peers fail next (their connections close), and
+    the parent must be able to tell the cause from the consequences (messages
+    carry the time they left).
+    """
+    folder, rank = sys.argv[1], int(sys.argv[2])
+    _watch_parent()
+    try:
+        with open(os.path.join(folder, "call.pickle"), "rb") as file:
+            job = pickle.load(file)
+        sys.argv = job["argv"]
+        if job["main"] is not None:
+            _import_main(*job["main"])
+        unpickler = pickle.Unpickler(io.BytesIO(job["call"]))
+        fn, args, kwargs = (unpickler.load() for _ in range(3))
+        world_size, port, backend = job["world_size"], job["port"], job["backend"]
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size),
+                          LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        torch.set_num_threads(job["threads"])
+        if backend == "nccl":  # each process on its own GPU, before NCCL starts
+            torch.cuda.set_device(rank)
+        wait = datetime.timedelta(seconds=job["timeout"])
+        store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
+                              timeout=wait)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                timeout=wait)
+        # every rank has joined before fn runs: one that ran fn and left at once would
+        # close the connections a rank that started later is still setting up
+        dist.barrier(device_ids=[rank] if backend == "nccl" else None)
+        message = (True, time.time(), pickle.dumps(fn(*args, **kwargs)))
+    except BaseException:  # noqa: BLE001 - every failure goes back to the parent
+        message = (False, time.time(), traceback.format_exc())
+    partial = os.path.join(folder, f"{rank}.partial")
+    with open(partial, "wb") as file:
+        pickle.dump(message, file)
+    os.replace(partial, os.path.join(folder, f"{rank}.pickle"))  # whole, or not there
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    sys.exit(0 if message[0] else 1)
+
+
+def _start(rank: int, folder: str) -> subprocess.Popen:
+    """Rank ``rank``'s interpreter, in a process group of its own (POSIX)."""
+    # this interpreter's flags (-I, -O, -X ...), as multiprocessing's spawn passes them
+    flags = subprocess._args_from_interpreter_flags()
+    command = [sys.executable, *flags, "-c", _WORKER.format(path=sys.path), folder,
+               str(rank)]
+    group = {"start_new_session": True} if os.name == "posix" else {
+        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return subprocess.Popen(command, stdin=subprocess.PIPE, cwd=os.getcwd(), **group)
+
+
+def _kill(process: subprocess.Popen, force: bool) -> None:
+    """Terminate (or kill) the rank and what it started: its process group (POSIX)."""
+    if os.name != "posix":
+        if process.poll() is None:
+            process.kill()
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):  # the group is gone
+        pass
+
+
+def _stop(processes: Sequence[subprocess.Popen]) -> None:
+    """Stop every rank and what it started; reap them.
+
+    A rank still running is terminated, and killed if it has not gone within 5 s;
+    then its process group is killed, for what the rank started.
+    """
+    for p in processes:
+        if p.poll() is None:
+            _kill(p, force=False)
+    for p in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=5.0)
+        _kill(p, force=True)
+        p.wait()
+        p.stdin.close()
 
 
 def launch(
@@ -275,7 +408,6 @@ def launch(
     backend: str = "auto",
     timeout: float = 60.0,
     threads: int = 1,
-    start_method: str | None = None,
 ) -> list[Any]:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` new processes; their results.
 
@@ -289,12 +421,17 @@ def launch(
     dies) makes the launch stop every rank and raise :class:`WorkerError` with
     that rank's traceback (the first failure: the others' follow from it); a
     launch still running after ``timeout`` seconds (a rank that hangs) stops
-    every rank and raises ``TimeoutError``.
+    every rank, and what it started, and raises ``TimeoutError``.
 
-    As with any spawn or forkserver start, each process imports the caller's
-    main module (unless it is interactive), so a script must guard its own work
-    with ``if __name__ == "__main__":``, and a script read from stdin cannot
-    launch.
+    Each process is a new Python interpreter, as ``torchrun`` starts them, on
+    every platform (so each imports torch: a second or more of CPU). It gets
+    this process's ``sys.path``, working folder and ``sys.argv``, and imports
+    ``fn`` from its module: the script that calls ``launch`` does not run again
+    in the processes, guarded or not. Only a function (or an argument's class)
+    defined in the script itself makes each process import the script, as
+    ``__mp_main__`` (as multiprocessing does): such a script must guard its own
+    work with ``if __name__ == "__main__":``, and a function defined
+    interactively (no file) cannot be launched.
 
     Args:
         fn: A module-level function (it is sent to the processes by name), whose
@@ -303,20 +440,25 @@ def launch(
         kwargs: Keyword arguments for ``fn``.
         world_size: Processes, ``>= 1``.
         backend: ``"auto"``, ``"gloo"`` or ``"nccl"`` (see :func:`resolve_backend`).
-        timeout: Seconds for the whole launch, and for any collective, ``> 0``.
+        timeout: Seconds for the whole launch (the processes' start included),
+            and for any collective, ``> 0``.
         threads: ``torch.set_num_threads`` in each process.
-        start_method: ``"forkserver"`` or ``"spawn"`` (default: forkserver where
-            available).
 
     Returns:
         ``[result of rank 0, result of rank 1, ...]``.
 
     Raises:
+        TypeError, ValueError: An argument is wrong (``fn``, ``args`` or
+            ``kwargs`` cannot be pickled, say), before any process starts.
         WorkerError: A rank raised, or died without a result.
         TimeoutError: Not every rank finished within ``timeout``.
 
     Taught on: "Where the compute and the memory go".
     """
+    if _importing_main:
+        raise RuntimeError("launch() was called while a process it started imported "
+                           "the script that defines fn: put the script's own work "
+                           "under if __name__ == \"__main__\":")
     check_callable("fn", fn)
     qualname = getattr(fn, "__qualname__", "")
     if "<lambda>" in qualname or "<locals>" in qualname:
@@ -329,40 +471,41 @@ def launch(
     check_int("world_size", world_size)
     check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
     check_int("threads", threads)
-    if start_method not in (None, "forkserver", "spawn"):
-        raise ValueError(
-            f"start_method must be None, 'forkserver' or 'spawn', got {start_method!r}")
-    backend = resolve_backend(backend, world_size)  # every check before a process starts
-    context = _context(start_method, getattr(fn, "__module__", None) or "__main__")
+    backend = resolve_backend(backend, world_size)
+    job = _pickle_call(fn, args, kwargs or {})  # every check before a process starts
     deadline = time.monotonic() + timeout
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
                           timeout=datetime.timedelta(seconds=timeout),
                           wait_for_workers=False)
-    pipes = [context.Pipe(duplex=False) for _ in range(world_size)]  # (read, write)
-    processes = [
-        context.Process(target=_run_rank, name=f"llmlab-rank-{rank}", daemon=True,
-                        args=(rank, world_size, store.port, backend, timeout, threads,
-                              fn, args, kwargs or {}, pipes[rank][1]))
-        for rank in range(world_size)
-    ]
+    job.update(world_size=world_size, port=store.port, backend=backend,
+               timeout=timeout, threads=threads)
+    folder = tempfile.mkdtemp(prefix="llmlab-launch-")
+    processes: list[subprocess.Popen] = []
     try:
-        for p, (_, write) in zip(processes, pipes):
-            p.start()
-            write.close()  # the rank holds the writing end now
-        results = _collect(processes, [read for read, _ in pipes], deadline, timeout)
+        with open(os.path.join(folder, "call.pickle"), "wb") as file:
+            pickle.dump(job, file)
+        processes += [_start(rank, folder) for rank in range(world_size)]
+        results = _collect(processes, folder, deadline, timeout)
         for p in processes:
-            p.join(timeout=max(0.0, deadline - time.monotonic()) + 5.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=max(0.0, deadline - time.monotonic()) + 5.0)
     finally:
         _stop(processes)
-        for read, write in pipes:
-            read.close()
-            write.close()
+        shutil.rmtree(folder, ignore_errors=True)
         del store
     return results
 
 
-def _collect(processes: Sequence[multiprocessing.process.BaseProcess],
-             channels: Sequence[Connection], deadline: float,
+def _message(folder: str, rank: int) -> tuple[bool, float, Any] | None:
+    """Rank ``rank``'s message (ok, the time it was sent, payload), if it sent one."""
+    try:
+        with open(os.path.join(folder, f"{rank}.pickle"), "rb") as file:
+            return pickle.load(file)
+    except FileNotFoundError:
+        return None
+
+
+def _collect(processes: Sequence[subprocess.Popen], folder: str, deadline: float,
              timeout: float) -> list[Any]:
     """Every rank's result, or the first failure raised (see :func:`launch`)."""
     world_size = len(processes)
@@ -381,31 +524,24 @@ def _collect(processes: Sequence[multiprocessing.process.BaseProcess],
                 f"rank(s) {sorted(pending)} of {world_size} did not finish within "
                 f"timeout={timeout:g} s (rank(s) {sorted(results)} did); every rank "
                 "was stopped")
-        until = min(deadline, grace_end) if grace_end is not None else deadline
-        ready = set(wait([channels[r] for r in pending]
-                         + [processes[r].sentinel for r in pending], until - now))
         for rank in sorted(pending):
-            channel, process = channels[rank], processes[rank]
-            if channel in ready or (process.sentinel in ready and channel.poll()):
-                try:
-                    ok, sent, payload = channel.recv()
-                except EOFError:  # closed without a message: it died
-                    ok, sent, payload = None, time.time(), None
-            elif process.sentinel in ready:
-                ok, sent, payload = None, time.time(), None
-            else:
+            exitcode = processes[rank].poll()  # first: a rank writes, then exits
+            message = _message(folder, rank)
+            if message is None and exitcode is None:
                 continue
             pending.discard(rank)
+            if message is None:  # died without a word: the likeliest cause of the rest
+                message = (None, time.time(),
+                           f"the process exited with code {exitcode} before returning "
+                           "a result (a traceback, if any, is on stderr)\n")
+            ok, sent, payload = message
             if ok:
-                results[rank] = pickle.loads(payload)
+                results[rank] = _ResultUnpickler(io.BytesIO(payload)).load()
                 continue
-            if ok is None:  # died without a word: the likeliest cause of the rest
-                process.join(timeout=1.0)
-                payload = (f"the process exited with code {process.exitcode} before "
-                           "returning a result (a traceback, if any, is on stderr)\n")
             failures.append((0 if ok is None else 1, sent, rank, payload))
             if grace_end is None:
                 grace_end = time.monotonic() + _GRACE_S
+        time.sleep(_POLL_S)
     if failures:
         _, _, rank, text = min(failures)
         raise WorkerError(rank, world_size, text)
