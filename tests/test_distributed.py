@@ -133,7 +133,9 @@ def _single_process(steps: int, batch_size: int) -> tuple[list[float], dict, dic
 
 
 def _descendants() -> list[psutil.Process]:
-    """Child processes still running, but multiprocessing's fork server and tracker."""
+    """Child processes still running, but the fork servers (launch()'s, which lives as
+    long as this process, and multiprocessing's) and multiprocessing's tracker: the
+    ranks are the fork server's children, so they count."""
     alive = []
     for child in psutil.Process().children(recursive=True):
         try:
@@ -142,7 +144,8 @@ def _descendants() -> list[psutil.Process]:
                 continue
         except psutil.NoSuchProcess:
             continue
-        if "forkserver" not in cmdline and "resource_tracker" not in cmdline:
+        if not any(server in cmdline for server in ("forkserver", "_serve()",
+                                                    "resource_tracker")):
             alive.append(child)
     return alive
 
@@ -179,9 +182,11 @@ def test_a_rank_that_dies_is_reported():
 
 
 def test_a_hanging_rank_times_out_and_no_process_survives(tmp_path):
-    # the timeout covers the ranks' start too (a new interpreter importing torch,
-    # slow on a busy machine): both must be running fn when it ends
-    timeout = 20.0
+    # the timeout covers the ranks' start too: the fork server's (an interpreter
+    # importing torch, slow on a busy machine) is done first, so that both ranks are
+    # running fn, and have written their pids, when it ends
+    assert launch(_whoami, ("warm",), world_size=2, timeout=600)
+    timeout = 10.0
     start = time.monotonic()
     with pytest.raises(TimeoutError, match=r"rank\(s\) \[0, 1\] of 2 did not finish"):
         launch(_hang_on_rank_1, (str(tmp_path),), world_size=2, timeout=timeout)
@@ -193,6 +198,54 @@ def test_a_hanging_rank_times_out_and_no_process_survives(tmp_path):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == \
             psutil.STATUS_ZOMBIE
     assert _descendants() == []
+
+
+def _server_and_env(name: str) -> tuple[int, str | None]:
+    return os.getppid(), os.environ.get(name)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the fork server is POSIX's")
+def test_ranks_are_forked_by_one_server_with_the_launchs_environment(monkeypatch):
+    """Every launch of a process is served by one fork server (torch imported once),
+    and a rank sees the environment the launch had, not the server's."""
+    import llmlab.distributed as distributed
+
+    monkeypatch.setenv("LLMLAB_TEST_LAUNCH", "first")
+    first = launch(_server_and_env, ("LLMLAB_TEST_LAUNCH",), world_size=2)
+    monkeypatch.setenv("LLMLAB_TEST_LAUNCH", "second")
+    second = launch(_server_and_env, ("LLMLAB_TEST_LAUNCH",), world_size=2)
+    server = distributed._SERVER["process"].pid
+    assert first == [(server, "first")] * 2 and second == [(server, "second")] * 2
+
+
+def test_ranks_end_when_the_launching_process_is_killed(tmp_path):
+    """A launch killed outright (no chance to stop its ranks) leaves none behind."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+
+        sys.path[:0] = [{str(ROOT / "src")!r}, {str(TESTS)!r}]
+        from llmlab.distributed import launch
+        from test_distributed import _hang_on_rank_1
+
+        launch(_hang_on_rank_1, ({str(tmp_path)!r},), world_size=2, timeout=3600)
+        """), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 300  # a hang guard: the ranks start, then hang
+        while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = [int(p.read_text()) for p in sorted(tmp_path.glob("*.pid"))]
+        assert len(pids) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 60  # they notice within a second or so
+    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() !=
+              psutil.STATUS_ZOMBIE for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() !=
+                   psutil.STATUS_ZOMBIE for pid in pids)
 
 
 # --------------------------------------------------------------------------
@@ -236,7 +289,9 @@ def test_a_lecture_block_launches_as_a_script(tmp_path):
     code = next(b.code for b in python_blocks(page) if "run_ddp_check()" in b.code)
     proc = _run_script(tmp_path, code, pythonpath=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "| step |" in proc.stdout
+    # as a terminal shows it: a text table, no Markdown or HTML
+    assert "every rank's parameters bit-identical" in proc.stdout
+    assert "| step |" not in proc.stdout and "<" not in proc.stdout
 
 
 def test_a_guarded_script_launches_a_function_of_its_own(tmp_path):

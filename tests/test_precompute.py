@@ -309,45 +309,32 @@ def _precompute(cwd: Path, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_it_runs_from_any_folder_of_the_checkout_and_with_a_relative_cache(
-        tmp_path: Path) -> None:
-    """Run as a reader runs it (README): a plain program, from the checkout or a folder
-    in it, the cache where the build reads it. The notebooks run in their own folder,
-    so a relative cache folder once sent their results to the wrong place."""
+def test_a_relative_cache_from_a_subfolder_and_damaged_outputs(tmp_path: Path) -> None:
+    """Run as a reader runs it (README): a plain program, from a folder inside the
+    checkout. A relative cache folder once sent the notebooks' results elsewhere (they
+    run in their own folder); "up to date" means every output of the last run is there
+    as it left it, so a deleted result or a cut-short notebook is made again. (The
+    site test runs the real course this way, with the default cache.)"""
     root = _project(tmp_path / "course")
-    proc = _precompute(root / "docs")  # a folder inside the checkout
+    proc = _precompute(root / "docs", LLMLAB_CACHE_DIR="relative/cache")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cache = root / ".cache" / "llmlab"  # the checkout's, whatever the working folder
-    assert (cache / "site" / "en" / "notebooks" / "nb.md").is_file()
-    assert "0.25" in (cache / "site" / "en" / "notebooks" / "nb.md").read_text("utf-8")
+    cache = root / "docs" / "relative" / "cache"
+    page = cache / "site" / "en" / "notebooks" / "nb.md"
+    assert "0.25" in page.read_text(encoding="utf-8")
     # progress: what was run, how far along (one line each, flushed as they finish)
     assert re.search(r"^precompute: \[1/2\] attention\.run_dropout_demo", proc.stdout, re.M)
     assert re.search(r"^precompute: \[2/2\] nb\.py", proc.stdout, re.M)
-    proc = _precompute(root, LLMLAB_CACHE_DIR="relative/cache")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (root / "relative" / "cache" / "site" / "zh" / "notebooks" / "nb.md").is_file()
-
-
-def test_a_deleted_or_damaged_output_is_made_again(tmp_path: Path) -> None:
-    """"Up to date" means every output of the last run is there as it left it."""
-    root = _project(tmp_path / "course")
-    assert _precompute(root).returncode == 0
-    cache = root / ".cache" / "llmlab"
-    assert "up to date" in _precompute(root).stdout
     (result,) = cache.glob("*.pkl")
     result.unlink()
-    page = cache / "site" / "zh" / "notebooks" / "nb.md"
-    page.write_text("damaged", encoding="utf-8")
-    proc = _precompute(root)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "attention.run_dropout_demo" in proc.stdout  # computed again
-    assert result.is_file() and "0.25" in page.read_text(encoding="utf-8")
     (executed,) = (cache / "notebooks").glob("*.ipynb")
     executed.write_text("{", encoding="utf-8")  # cut short
-    proc = _precompute(root)
-    assert re.search(r"\[1/1\] nb\.py", proc.stdout), proc.stdout  # executed again
-    assert json.loads(executed.read_text(encoding="utf-8"))["cells"]
-    assert "up to date" in _precompute(root).stdout
+    proc = _precompute(root / "docs", LLMLAB_CACHE_DIR="relative/cache")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\[\d/2\] attention\.run_dropout_demo", proc.stdout), proc.stdout
+    assert re.search(r"\[\d/2\] nb\.py", proc.stdout), proc.stdout
+    assert result.is_file() and json.loads(executed.read_text(encoding="utf-8"))["cells"]
+    again = _precompute(root, LLMLAB_CACHE_DIR=str(cache))
+    assert "up to date" in again.stdout, again.stdout + again.stderr
 
 
 def test_up_to_date_checks_every_output_and_removes_a_changed_one(tmp_path: Path) -> None:

@@ -627,6 +627,7 @@ def _clean_copy(dest: Path) -> Path:
 class ReadmeRoute:
     clone: Path
     cache: Path  # where precompute put the results: the clone's .cache/llmlab
+    jobs: list[dict]  # what its precompute ran (its report, before any later run)
     precompute_log: str
     precompute_seconds: float
     first_page_seconds: float
@@ -676,8 +677,10 @@ def readme_route(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRoute:
                 server.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 server.kill()
-    return ReadmeRoute(clone, clone / ".cache" / "llmlab", proc.stdout + proc.stderr,
-                       precompute_seconds, first_page, log_path.read_text(encoding="utf-8"))
+    cache = clone / ".cache" / "llmlab"
+    jobs = json.loads((cache / "precompute.json").read_text(encoding="utf-8"))["jobs"]
+    return ReadmeRoute(clone, cache, jobs, proc.stdout + proc.stderr, precompute_seconds,
+                       first_page, log_path.read_text(encoding="utf-8"))
 
 
 def test_the_readmes_serve_route_works_from_a_clean_clone(readme_route, record_property
@@ -698,8 +701,7 @@ def test_a_deleted_or_damaged_cache_entry_is_computed_again(readme_route) -> Non
     """After the route, a result is deleted and a notebook page damaged: the next run
     makes those again (and leaves the rest: equal to the first, whatever the order)."""
     route = readme_route
-    report = json.loads((route.cache / "precompute.json").read_text(encoding="utf-8"))
-    cheap = min((j for j in report["jobs"] if not j["machine"] and not j["parent"]),
+    cheap = min((j for j in route.jobs if not j["machine"] and not j["parent"]),
                 key=lambda j: j["seconds"] or 0.0)
     (route.cache / f"{cheap['key']}.pkl").unlink()
     page = route.cache / "site" / "en" / "notebooks" / "quickstart.md"
@@ -761,8 +763,7 @@ def test_the_result_comparison_sees_a_difference() -> None:
 def test_two_clean_computations_give_identical_results(built_site, readme_route) -> None:
     import pickle
 
-    report = json.loads((readme_route.cache / "precompute.json").read_text(encoding="utf-8"))
-    jobs = [j for j in report["jobs"] if not j["machine"]]  # timings describe the machine
+    jobs = [j for j in readme_route.jobs if not j["machine"]]  # timings: the machine
     assert len(jobs) >= 30, len(jobs)  # every page's experiments and their parts
     differ = []
     for job in jobs:

@@ -191,9 +191,15 @@ def test_a_forked_snippet_is_as_alone_as_a_new_interpreter(tmp_path: Path) -> No
         "import torch\nprint(torch.rand(1).item())",  # unseeded: seeded from the OS
         "import torch\nprint(torch.rand(1).item())",
         "import os\nos.kill(os.getpid(), 9)",
+        # a script, as `python snippet.py` runs it: what multiprocessing and launch()
+        # read to start processes (a copied distributed block once ran itself again)
+        "import os, sys\nmain = sys.modules['__main__']\n"
+        "assert __name__ == '__main__' and main.__file__ == sys.argv[0] == __file__\n"
+        "assert os.path.basename(__file__) == 'snippet.py' and main.__spec__ is None",
     ]
     results = run_snippets(codes, tmp_path)
-    assert [r.ok for r in results] == [False, True, False, True, True, True, False]
+    assert [r.ok for r in results] == [False, True, False, True, True, True, False, True], [
+        r.log for r in results]
     assert "NameError: name 'torch' is not defined" in results[0].log
     assert "['snippet.py', 'stderr.txt', 'stdout.txt']" in results[1].stdout
     fresh = run_snippet("import torch\ntorch.manual_seed(0)\nprint(torch.rand(1).item())",

@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import datetime
 import io
+import json
 import os
 import pickle
 import runpy
@@ -201,12 +202,19 @@ def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
 # --------------------------------------------------------------------------
 # launching local processes
 # --------------------------------------------------------------------------
-# A rank is a new interpreter that runs this module's _worker, as torchrun starts
-# its ranks: it never runs the caller's script (multiprocessing's spawn and
-# forkserver import it in every child). It gets this process's sys.path first,
-# so that it imports llmlab, and then fn's module, as this process would.
+# A rank runs this module's code, never the caller's script (multiprocessing's spawn
+# and forkserver import it in every child). On POSIX it is forked from a fork
+# server: an interpreter of its own that runs _serve, started at the first launch
+# with this process's sys.path and flags, which imports torch once and forks a rank
+# per request (as torchrun's ranks, and multiprocessing's forkserver, start from a
+# clean interpreter; a later launch costs milliseconds, not an import of torch per
+# rank). Elsewhere each rank is a new interpreter running _worker.
 _WORKER = ("import sys; sys.path[:] = {path!r}; "
            "from llmlab.distributed import _worker; _worker()")
+_SERVE = ("import sys; sys.path[:] = {path!r}; "
+          "from llmlab.distributed import _serve; _serve()")
+_SERVER: dict[str, Any] = {}  # this process's fork server: "process", "key"
+_SERVER_LOCK = threading.Lock()
 
 _GRACE_S = 0.5
 """After a first failure, how long :func:`launch` collects the others before
@@ -313,17 +321,14 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="llmlab-parent-watch", daemon=True).start()
 
 
-def _worker() -> None:
-    """One rank (a new interpreter): join the group, run ``fn``, report.
+def _run_rank(folder: str, rank: int) -> int:
+    """One rank: join the group, run ``fn``, report; the exit code.
 
-    Its arguments: ``sys.argv[1:]``, the launch's folder and the rank. The
-    message (a result or a traceback) goes out before the rank leaves the
-    group: when a rank fails, its peers fail next (their connections close), and
-    the parent must be able to tell the cause from the consequences (messages
-    carry the time they left).
+    The call is in ``folder`` (``call.pickle``). The message (a result or a
+    traceback) goes out before the rank leaves the group: when a rank fails, its
+    peers fail next (their connections close), and the parent must be able to
+    tell the cause from the consequences (messages carry the time they left).
     """
-    folder, rank = sys.argv[1], int(sys.argv[2])
-    _watch_parent()
     try:
         with open(os.path.join(folder, "call.pickle"), "rb") as file:
             job = pickle.load(file)
@@ -350,31 +355,211 @@ def _worker() -> None:
         message = (True, time.time(), pickle.dumps(fn(*args, **kwargs)))
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent
         message = (False, time.time(), traceback.format_exc())
-    partial = os.path.join(folder, f"{rank}.partial")
-    with open(partial, "wb") as file:
-        pickle.dump(message, file)
-    os.replace(partial, os.path.join(folder, f"{rank}.pickle"))  # whole, or not there
+    _write_whole(os.path.join(folder, f"{rank}.pickle"), pickle.dumps(message))
     if dist.is_initialized():
         dist.destroy_process_group()
-    sys.exit(0 if message[0] else 1)
+    return 0 if message[0] else 1
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees all of it or no file."""
+    partial = f"{path}.partial"
+    with open(partial, "wb") as file:
+        file.write(data)
+    os.replace(partial, path)
+
+
+def _worker() -> None:
+    """A rank as a new interpreter (not POSIX): ``sys.argv[1:]`` is the launch's
+    folder and the rank."""
+    folder, rank = sys.argv[1], int(sys.argv[2])
+    _watch_parent()
+    sys.exit(_run_rank(folder, rank))
+
+
+def _serve() -> None:
+    """The fork server: an interpreter of its own that forks a rank per request.
+
+    A request is a JSON line on stdin (the launch's folder, the rank, and the
+    launching process's pid, working folder, environment and ``sys.path``). The
+    rank's pid goes to ``<folder>/<rank>.pid`` and, once the rank is reaped, its
+    exit code to ``<folder>/<rank>.exit``. End of stdin (the launching process is
+    gone) ends the server.
+    """
+    import select
+
+    import torch.distributed.fsdp  # noqa: F401 - once, before any fork
+    try:  # optimizers import it when the first is built: half a second per rank
+        import torch._dynamo  # noqa: F401
+    except ImportError:
+        pass
+    children: dict[int, str] = {}  # pid -> its exit file
+    pending = b""
+    while True:
+        ready = select.select([0], [], [], _POLL_S)[0]
+        if ready:
+            data = os.read(0, 1 << 16)
+            if not data:
+                break
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _forked_rank(request)  # never returns
+                where = os.path.join(request["folder"], str(request["rank"]))
+                children[pid] = f"{where}.exit"
+                _write_whole(f"{where}.pid", str(pid).encode())
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if not pid:
+                break
+            path = children.pop(pid, None)
+            if path is not None and os.path.isdir(os.path.dirname(path)):
+                _write_whole(path, str(os.waitstatus_to_exitcode(status)).encode())
+
+
+def _forked_rank(request: dict[str, Any]) -> None:
+    """A rank forked by :func:`_serve`: the launching process's folder, environment and
+    ``sys.path``, a session of its own; it ends when the launching process is gone."""
+    code = 1
+    try:
+        os.setsid()  # its own process group: a launch that stops it stops what it started
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[:] = request["path"]
+        _watch_launcher(request["parent"])
+        code = _run_rank(request["folder"], request["rank"])
+    except BaseException:  # noqa: BLE001 - it must not return into the server's loop
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _watch_launcher(pid: int) -> None:
+    """End this rank, and what it started, once process ``pid`` (the launch) is gone."""
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="llmlab-launcher-watch", daemon=True).start()
+
+
+def _fork_server() -> subprocess.Popen:
+    """This process's fork server, started (again) when there is none for the current
+    interpreter flags and ``sys.path``."""
+    # a forked copy of this process (a worker of a pool) starts one of its own
+    key = (os.getpid(), tuple(_interpreter_flags()), tuple(sys.path))
+    server = _SERVER.get("process")
+    if server is None or _SERVER["key"] != key or server.poll() is not None:
+        if server is not None and _SERVER["key"][0] == key[0] and server.poll() is None:
+            server.stdin.close()  # it ends at end of input
+        command = [sys.executable, *_interpreter_flags(), "-c",
+                   _SERVE.format(path=sys.path)]
+        # a session of its own: a Ctrl-C at the terminal stops the launch, not it
+        server = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
+        _SERVER.update(process=server, key=key)
+    return server
+
+
+class _ForkedRank:
+    """A rank forked by the fork server, with the parts of ``Popen`` that
+    :func:`launch` uses (``pid``, ``poll``, ``wait``), read from the files the
+    server writes: its pid, then, once it is reaped, its exit code."""
+
+    def __init__(self, server: subprocess.Popen, folder: str, rank: int) -> None:
+        self.server, self.stdin = server, None
+        self.where = os.path.join(folder, str(rank))
+        self._pid: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        if self._pid is None:
+            try:
+                with open(f"{self.where}.pid", encoding="utf-8") as file:
+                    self._pid = int(file.read())
+            except FileNotFoundError:
+                pass
+        return self._pid
+
+    def poll(self) -> int | None:
+        try:
+            with open(f"{self.where}.exit", encoding="utf-8") as file:
+                return int(file.read())
+        except FileNotFoundError:
+            pass
+        if self.server.poll() is not None and self.pid is not None:
+            try:  # no server to reap it: is it still there?
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return -1
+        elif self.server.poll() is not None:
+            return -1  # the server died before forking it
+        return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired("rank", timeout)
+            time.sleep(_POLL_S)
+        return code
+
+
+def _start_ranks(world_size: int, folder: str) -> list[Any]:
+    """The ranks, started: forked by this process's fork server (POSIX), else each
+    a new interpreter."""
+    if os.name != "posix":
+        return [_start(rank, folder) for rank in range(world_size)]
+    with _SERVER_LOCK:
+        server = _fork_server()
+        for rank in range(world_size):
+            request = {"folder": folder, "rank": rank, "parent": os.getpid(),
+                       "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}
+            server.stdin.write(json.dumps(request).encode() + b"\n")
+        server.stdin.flush()
+    return [_ForkedRank(server, folder, rank) for rank in range(world_size)]
+
+
+def _interpreter_flags() -> list[str]:
+    """This interpreter's isolation, bytecode and optimisation flags (``sys.flags``),
+    for the ranks: a script run with ``-I`` gets ranks run with ``-I``."""
+    f = sys.flags
+    flags = ["-I"] if f.isolated else (["-E"] * f.ignore_environment
+                                       + ["-s"] * f.no_user_site
+                                       + ["-P"] * getattr(f, "safe_path", False))
+    return flags + ["-B"] * f.dont_write_bytecode + ["-O"] * f.optimize
 
 
 def _start(rank: int, folder: str) -> subprocess.Popen:
     """Rank ``rank``'s interpreter, in a process group of its own (POSIX)."""
-    # this interpreter's flags (-I, -O, -X ...), as multiprocessing's spawn passes them
-    flags = subprocess._args_from_interpreter_flags()
-    command = [sys.executable, *flags, "-c", _WORKER.format(path=sys.path), folder,
-               str(rank)]
+    command = [sys.executable, *_interpreter_flags(), "-c", _WORKER.format(path=sys.path),
+               folder, str(rank)]
     group = {"start_new_session": True} if os.name == "posix" else {
         "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return subprocess.Popen(command, stdin=subprocess.PIPE, cwd=os.getcwd(), **group)
 
 
-def _kill(process: subprocess.Popen, force: bool) -> None:
+def _kill(process: Any, force: bool) -> None:
     """Terminate (or kill) the rank and what it started: its process group (POSIX)."""
     if os.name != "posix":
         if process.poll() is None:
             process.kill()
+        return
+    if process.pid is None:  # not forked yet: nothing to stop
         return
     try:
         os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
@@ -382,11 +567,12 @@ def _kill(process: subprocess.Popen, force: bool) -> None:
         pass
 
 
-def _stop(processes: Sequence[subprocess.Popen]) -> None:
+def _stop(processes: Sequence[Any]) -> None:
     """Stop every rank and what it started; reap them.
 
     A rank still running is terminated, and killed if it has not gone within 5 s;
-    then its process group is killed, for what the rank started.
+    then its process group is killed, for what the rank started. (A rank the fork
+    server had not forked by then finds no launch folder and exits at once.)
     """
     for p in processes:
         if p.poll() is None:
@@ -395,8 +581,10 @@ def _stop(processes: Sequence[subprocess.Popen]) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=5.0)
         _kill(p, force=True)
-        p.wait()
-        p.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=5.0)  # killed: reaped at once
+        if p.stdin is not None:
+            p.stdin.close()
 
 
 def launch(
@@ -423,9 +611,12 @@ def launch(
     launch still running after ``timeout`` seconds (a rank that hangs) stops
     every rank, and what it started, and raises ``TimeoutError``.
 
-    Each process is a new Python interpreter, as ``torchrun`` starts them, on
-    every platform (so each imports torch: a second or more of CPU). It gets
-    this process's ``sys.path``, working folder and ``sys.argv``, and imports
+    Each process starts from a clean interpreter running llmlab's code, as
+    ``torchrun``'s do: on POSIX it is forked from a fork server (an interpreter of
+    its own, started at the first launch, that imports torch once: later
+    launches start in milliseconds); elsewhere it is a new interpreter (each
+    imports torch: a second or more of CPU). It gets
+    this process's ``sys.path``, working folder, environment and ``sys.argv``, and imports
     ``fn`` from its module: the script that calls ``launch`` does not run again
     in the processes, guarded or not. Only a function (or an argument's class)
     defined in the script itself makes each process import the script, as
@@ -480,11 +671,11 @@ def launch(
     job.update(world_size=world_size, port=store.port, backend=backend,
                timeout=timeout, threads=threads)
     folder = tempfile.mkdtemp(prefix="llmlab-launch-")
-    processes: list[subprocess.Popen] = []
+    processes: list[Any] = []
     try:
         with open(os.path.join(folder, "call.pickle"), "wb") as file:
             pickle.dump(job, file)
-        processes += [_start(rank, folder) for rank in range(world_size)]
+        processes += _start_ranks(world_size, folder)
         results = _collect(processes, folder, deadline, timeout)
         for p in processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -505,7 +696,7 @@ def _message(folder: str, rank: int) -> tuple[bool, float, Any] | None:
         return None
 
 
-def _collect(processes: Sequence[subprocess.Popen], folder: str, deadline: float,
+def _collect(processes: Sequence[Any], folder: str, deadline: float,
              timeout: float) -> list[Any]:
     """Every rank's result, or the first failure raised (see :func:`launch`)."""
     world_size = len(processes)
