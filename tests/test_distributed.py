@@ -169,9 +169,9 @@ def test_a_sharded_model_steps_without_a_warning():
 def test_a_failing_rank_raises_its_traceback_and_stops_the_others():
     start = time.monotonic()
     with pytest.raises(WorkerError, match="rank 1 of 2 failed") as info:
-        launch(_raise_on_rank_1, world_size=2, timeout=60)
+        launch(_raise_on_rank_1, world_size=2, timeout=900)
     assert info.value.rank == 1 and "ValueError: boom on rank 1" in str(info.value)
-    assert time.monotonic() - start < 50  # not the timeout: rank 0 was not waited for
+    assert time.monotonic() - start < 600  # not the timeout: rank 0 was not waited for
     assert _descendants() == []
 
 

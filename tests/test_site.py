@@ -583,19 +583,19 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
         def run_stamp(html: str) -> str:
             return re.search(r"run-\d+-end", html).group(0)
 
-        first = run_stamp(_wait_for(url, f"version-{llmlab.__version__}-end", 120))
+        first = run_stamp(_wait_for(url, f"version-{llmlab.__version__}-end", 900, alive=server))
         init = src / "llmlab" / "__init__.py"
         init.write_text(init.read_text(encoding="utf-8").replace(
             f'__version__ = "{llmlab.__version__}"', '__version__ = "9.9.9-live"'), encoding="utf-8")
-        live = run_stamp(_wait_for(url, "version-9.9.9-live-end", 120))
-        _wait_for(url + "en/", "version-9.9.9-live-end", 30)
+        live = run_stamp(_wait_for(url, "version-9.9.9-live-end", 900, alive=server))
+        _wait_for(url + "en/", "version-9.9.9-live-end", 900, alive=server)
         assert live != first  # new source, new precompute: a report on the build runs again
         page = tmp_path / "docs" / "zh" / "index.md"
         shown = []
         for old, new in (("第一版", "第二版"), ("第二版", "第三版")):
             page.write_text(page.read_text(encoding="utf-8").replace(old, new),
                             encoding="utf-8")
-            shown.append(run_stamp(_wait_for(url, new, 120)))
+            shown.append(run_stamp(_wait_for(url, new, 900, alive=server)))
         # prose edits, the same precompute: the report is the one this precompute got
         assert shown[0] == shown[1]
     finally:
