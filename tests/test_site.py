@@ -531,6 +531,15 @@ def _get(url: str) -> str:
         return response.read().decode("utf-8")
 
 
+def _stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def _wait_for(url: str, needle: str, timeout: float,
               alive: subprocess.Popen | None = None) -> str:
     """The page at ``url`` once it holds ``needle``; ``timeout`` guards against a
@@ -599,11 +608,7 @@ def test_serve_rerenders_after_llmlab_and_page_edits(tmp_path: Path) -> None:
         # prose edits, the same precompute: the report is the one this precompute got
         assert shown[0] == shown[1]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        _stop_server(server)
         log.close()
 
 
@@ -672,11 +677,7 @@ def readme_route(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRoute:
                       alive=server)  # the home page, its provenance computed
             first_page = time.perf_counter() - start
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            _stop_server(server)
     cache = clone / ".cache" / "llmlab"
     jobs = json.loads((cache / "precompute.json").read_text(encoding="utf-8"))["jobs"]
     return ReadmeRoute(clone, cache, jobs, proc.stdout + proc.stderr, precompute_seconds,
