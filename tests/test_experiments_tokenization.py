@@ -72,6 +72,22 @@ def test_bpe_steps_reproduce_the_handout() -> None:
         tk.run_bpe_steps(split="chars")
 
 
+def test_bpe_steps_count_overlapping_pairs() -> None:
+    # a run of n equal tokens holds n - 1 occurrences of their pair; merging left
+    # to right joins n // 2 of them: the count overstates how much the text shrinks
+    r = tk.run_bpe_steps("aaaa aaa", num_merges=1)
+    step = r.steps[0]
+    assert step.candidates == [((b"a", b"a"), 3 + 2)] and step.count == 5
+    assert r.initial_num_tokens - step.num_tokens == 4 // 2 + 3 // 2 == 3
+    assert step.segmentation == [[b"aa", b"aa"], [b"aa", b"a"]]
+    # so the most frequent pair need not be the merge that shortens the text most:
+    # (a, a) occurs 6 times and saves 3 tokens, (b, c) 5 times and would save 5
+    r = tk.run_bpe_steps("aaa aaa aaa bc bc bc bc bc", num_merges=1)
+    step = r.steps[0]
+    assert step.candidates == [((b"a", b"a"), 6), ((b"b", b"c"), 5)]
+    assert r.initial_num_tokens - step.num_tokens == 3 < 5
+
+
 def test_corpus_training_curves() -> None:
     r = tk.run_corpus_training(**SMALL, merge_steps=(0, 60, 120), num_first=5)
     _plain(r)

@@ -78,6 +78,15 @@ def test_same_structure_in_the_markdown(rel: str) -> None:
             f"{rel}: {name} differ: zh {getattr(zh, name)} vs en {getattr(en, name)}")
 
 
+def test_zh_pages_say_token_and_name_the_standard_term_once() -> None:
+    """The zh pages keep the English word "token"; 词元, the standard Chinese term,
+    is named only in the glossary and where the tokenization lecture introduces
+    tokens."""
+    used = {rel: read_page("zh", rel).count("词元") for rel in PAGES}
+    assert {rel: n for rel, n in used.items() if n} == {
+        "lectures/tokenization.md": 1, "reference/glossary.md": 1}
+
+
 # --------------------------------------------------------------------------
 # the built site
 # --------------------------------------------------------------------------

@@ -86,6 +86,8 @@ GUARDS: dict[str, dict[str, list[object]]] = {
         # measured std within 1% of the truncated normal's theory
         "1%": [Assert("assert abs(m / p - 1) < 0.01")],
         "300": [Assert("run_low_precision_norm(d_model=1024, scale=300.0, seed=0)")],
+        # the RMSNorm argument's FLOP ratio at d = 1024: 1 / (2d)
+        "0.1%": [Assert("assert 1 / (2 * 1024) < 0.1 / 100")],
         "768": [Assert("run_flops_vs_runtime(seq_len=512, d_model=768"),
                 Assert("assert r.relu_params[i] == r.swiglu_params[i] == 8 * 768**2"),
                 Assert("d = 768")],
@@ -247,10 +249,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lectures/building-blocks.md", "256"): "the fp16 overflow threshold √65504; "
                                             "also an exercise's multiple_of",
     ("lectures/building-blocks.md", "0.17%"): "citation (Ivanov et al.)",
-    ("lectures/building-blocks.md", "0.1%"): "citation: the seed code's claim",
-    ("lectures/building-blocks.md", "2048"): "citation: the seed code's token count",
-    ("lectures/building-blocks.md", "1024"): "citation: the seed code's d_model; also "
-                                             "exercise 5's d (asserted there)",
+    ("lectures/building-blocks.md", "2048"): "the RMSNorm argument's token count "
+                                             "(its FLOP ratio does not depend on it)",
+    ("lectures/building-blocks.md", "1024"): "the RMSNorm argument's d_model (its 0.1% is "
+                                             "asserted); also exercise 5's d (asserted there)",
     ("lectures/building-blocks.md", "25%"): "citation (Ivanov et al.)",
     ("lectures/building-blocks.md", "4096"): "exercise: Llama 2 7B's d_model",
     ("lectures/building-blocks.md", "100"): "exercise: a scale and a theta to try",

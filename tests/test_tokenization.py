@@ -145,6 +145,33 @@ def test_ties_go_to_the_lexicographically_greater_pair() -> None:
     assert learn_merges_naive(counts, 2) == learn_merges(counts, 2)
 
 
+def test_hugging_face_breaks_ties_the_other_way() -> None:
+    """The tie-break is a convention (the lecture says so): CS336's handout, and
+    ``learn_merges``, take the lexicographically greater pair; Hugging Face's
+    ``BpeTrainer`` takes the pair of smaller ids, single characters being numbered
+    in sorted order, so among single characters the smaller pair wins."""
+    tokenizers = pytest.importorskip("tokenizers")
+
+    def hf_merges(words: dict[bytes, int], n: int) -> list[tuple[bytes, bytes]]:
+        tok = tokenizers.Tokenizer(tokenizers.models.BPE())
+        tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=1000, min_frequency=0, show_progress=False)
+        text = " ".join(" ".join([w.decode()] * k) for w, k in words.items())
+        tok.train_from_iterator([text], trainer=trainer)
+        merges = json.loads(tok.to_str())["model"]["merges"]
+        pairs = [m if isinstance(m, list) else m.split(" ") for m in merges]
+        return [(a.encode(), b.encode()) for a, b in pairs[:n]]
+
+    # the handout's text: (s, t) and (e, s) tie at 9
+    assert learn_merges(HANDOUT, 1)[0] == Merge((b"s", b"t"), 9)
+    assert hf_merges(HANDOUT, 1) == [(b"e", b"s")]
+    # every pair once: ours takes the greatest, theirs the smallest
+    once = {b"ab": 1, b"cd": 1, b"ba": 1}
+    assert learn_merges(once, 1)[0].pair == (b"c", b"d")
+    assert hf_merges(once, 1) == [(b"a", b"b")]
+
+
 @given(st.lists(st.binary(max_size=6), min_size=2, max_size=8))
 @FAST
 def test_descending_key_reverses_byte_order(tokens: list[bytes]) -> None:

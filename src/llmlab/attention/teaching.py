@@ -6,11 +6,12 @@
 (one projection split into heads, then an output projection).
 
 Class names, constructor signatures (``d_in, d_out, context_length, dropout,
-num_heads, qkv_bias``) and the ``mask`` buffer follow the study notes the lecture is
-based on, so a reader can put the two side by side; every module takes ``x`` of
-shape `(batch, seq_len, d_in)`.
+num_heads, qkv_bias``) and the ``mask`` buffer follow chapter 3 of Sebastian
+Raschka's *Build a Large Language Model (From Scratch)* (code: the ``ch03`` folder
+of ``rasbt/LLMs-from-scratch``), so a reader can put the two side by side; every
+module takes ``x`` of shape `(batch, seq_len, d_in)`.
 
-The ``mask`` buffer keeps the notes' convention: **True marks a future position**,
+The ``mask`` buffer keeps the book's convention: **True marks a future position**,
 one that a query must *not* see (it is filled with ``-inf``). The rest of the
 library uses the opposite, PyTorch's: True = "may attend" (see
 :func:`llmlab.functional.causal_mask`, which builds both: ``mask`` is its negation).
@@ -53,7 +54,7 @@ __all__ = [
 class SelfAttentionV1(nn.Module):
     """Self-attention with ``nn.Parameter`` matrices ``(d_in, d_out)``.
 
-    Initialised with ``torch.rand`` (uniform in ``[0, 1)``), as in the notes.
+    Initialised with ``torch.rand`` (uniform in ``[0, 1)``), as in Raschka's chapter 3.
 
     Taught on: "Self-attention from scratch".
     """
@@ -137,8 +138,9 @@ class CausalAttention(nn.Module):
     """Single-head causal self-attention with dropout on the attention weights.
 
     The mask is a buffer: it is not trained, yet it moves with ``.to()`` and
-    is saved in the ``state_dict`` with the parameters. As in the notes it is
-    True above the diagonal, at the future positions a query must not see.
+    is saved in the ``state_dict`` with the parameters. As in Raschka's chapter 3
+    (where it holds 1s) it is True above the diagonal, at the future positions a
+    query must not see.
 
     Taught on: "Self-attention from scratch".
     """

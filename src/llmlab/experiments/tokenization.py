@@ -222,7 +222,9 @@ class BPEStep:
 
     Attributes:
         pair: The two tokens merged.
-        count: How often the pair occurred (weighted by word counts).
+        count: How often the pair occurred (weighted by word counts), overlapping
+            occurrences included: ``aaa`` holds ``(a, a)`` twice, yet the merge
+            saves one token there (see ``num_tokens``).
         candidates: The most frequent pairs before this merge, with counts,
             best first (ties in the order the rule breaks them).
         vocab_size: Vocabulary size after the merge (256 bytes + merges).

@@ -177,7 +177,7 @@ IVANOV_BERT_NORM_TIME = 0.25  # Ivanov et al. (2021), BERT: softmax + LayerNorm 
 
 
 def norm_share_summary(r: FlopsRuntimeResult, op: str = "RMSNorm") -> Localized:
-    """What this machine shows, in the seed's own terms (``op`` vs one matmul) and as
+    """What this machine shows, in the argument's own terms (``op`` vs one matmul) and as
     Ivanov et al. count it (softmax + LayerNorm, their "statistical normalisations")."""
     check_type("r", r, FlopsRuntimeResult)
     check_choice("op", op, ("RMSNorm", "LayerNorm"))

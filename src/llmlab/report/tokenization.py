@@ -71,7 +71,7 @@ LANGUAGE_NAMES = {
 SCHEME_NAMES = {
     "character": label("字符", "characters"),
     "byte": label("字节（UTF-8）", "bytes (UTF-8)"),
-    "word": label("词（GPT-2 预分词）", "words (GPT-2 pre-tokens)"),
+    "word": label("词（GPT-2 的预分词片段）", "words (GPT-2 pre-tokens)"),
     "subword": label("子词（GPT-2 的 BPE）", "subwords (GPT-2's BPE)"),
 }
 TOKENIZER_NAMES = {
@@ -121,9 +121,9 @@ TIMING_ROWS = [
     ("pretokenize_parallel", label("预分词整个文件", "pre-tokenize the whole file"),
      None),  # "N processes", from the result
     ("encode_uncached", label("编码", "encode"),
-     label("不缓存预分词结果", "no pre-token cache")),
+     label("不缓存预分词片段的编号", "no pre-token cache")),
     ("encode_cached", label("编码", "encode"),
-     label("缓存每个预分词的编号", "cache each pre-token's ids")),
+     label("缓存每个预分词片段的编号", "cache each pre-token's ids")),
 ]
 
 _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
@@ -550,7 +550,8 @@ def timing_settings_table(r: TrainingTimingResult) -> Localized:
     check_type("r", r, TrainingTimingResult)
     rows = [
         [label("合并循环的输入", "merge loops' input"),
-         label(f"莎士比亚的前 {fmt_int(r.num_chars)} 个字符，{fmt_int(r.num_pretokens)} 个预分词"
+         label(f"莎士比亚的前 {fmt_int(r.num_chars)} 个字符，"
+               f"{fmt_int(r.num_pretokens)} 个预分词片段"
                f"（{fmt_int(r.num_unique_pretokens)} 个不同的），{r.num_merges} 次合并",
                f"the first {fmt_int(r.num_chars)} characters of Shakespeare, "
                f"{fmt_int(r.num_pretokens)} pre-tokens ({fmt_int(r.num_unique_pretokens)} "

@@ -3,9 +3,11 @@
 Training starts from the 256 single bytes and repeatedly merges the most
 frequent adjacent pair of tokens into a new token. Pairs are counted inside
 pre-tokens only (:mod:`llmlab.tokenization.pretokenize`), over each distinct
-pre-token once, weighted by how often it occurs. When two pairs are equally
-frequent, the lexicographically greater pair of byte strings is merged (GPT-2's
-and CS336's rule).
+pre-token once, weighted by how often it occurs; overlapping occurrences count
+too (``aaa`` holds ``(a, a)`` twice, though merging it saves one token). When two
+pairs are equally frequent, the lexicographically greater pair of byte strings is
+merged (the rule of the CS336 assignment 1 handout; Hugging Face's ``tokenizers``
+takes the pair of smaller ids instead).
 
 Two merge loops compute the same merges:
 
@@ -44,6 +46,10 @@ __all__ = [
 
 class Merge(NamedTuple):
     """One merge: the pair of tokens joined, and how often the pair occurred.
+
+    ``count`` counts every adjacent occurrence, overlapping ones included: a run
+    of ``n`` equal tokens holds ``n - 1`` occurrences of their pair, while the
+    merge (left to right) joins only ``n // 2`` of them.
 
     Taught on: "Tokenization".
     """
