@@ -13,6 +13,7 @@ from llmlab.compute import (
     A100_80GB,
     LLAMA2_7B_RUN,
     activation_elements,
+    activation_peak_elements,
     checkpointed_layers,
     classify_saved,
     count_flops,
@@ -27,12 +28,19 @@ from llmlab.compute import (
     optimizer_state_bytes,
     parameter_bytes,
     record_saved_tensors,
+    recomputed_block_elements,
     tensor_bytes,
     training_state_bytes,
     zero_bytes_per_device,
 )
 from llmlab.models import gpt2
-from llmlab.models.llama import CS336_TINYSTORIES, LLAMA_TOY, LlamaConfig, TransformerLM
+from llmlab.models.llama import (
+    CS336_TINYSTORIES,
+    LLAMA2_7B,
+    LLAMA_TOY,
+    LlamaConfig,
+    TransformerLM,
+)
 from llmlab.training import AdamW, cross_entropy
 
 torch.set_num_threads(1)
@@ -232,6 +240,29 @@ def test_measured_activations_against_the_estimate():
     assert sum(measured[True].values()) < sum(measured[False].values()) / 3
 
 
+def test_checkpointed_peak_is_every_input_plus_one_recomputed_block():
+    c, t = LLAMA2_7B, 4096
+    btd, btf, scores = t * c.d_model, t * c.d_ff, c.num_heads * t * t
+    block = recomputed_block_elements(c, 1, t)  # 8 BTd less the saved input
+    assert block == {"B·T·d": 7 * btd, "B·T·d_ff": 4 * btf, "B·h·T·T": scores, "B·T·V": 0}
+    # saved: each block's input, the 2 inputs after the blocks, the logits' softmax
+    saved = (c.num_layers + 2) * btd + t * c.vocab_size
+    assert sum(activation_elements(c, 1, t, checkpointing=True).values()) == saved
+    peak = activation_peak_elements(c, 1, t, checkpointing=True)
+    assert peak == c.num_layers * btd + 7 * btd + 4 * btf + scores  # the backward pass
+    assert sum(block.values()) > saved and peak > saved
+    # in bf16 bytes, as the lecture's table shows them: 1.31, 1.55 and 2.55 GiB
+    assert (2 * saved, 2 * sum(block.values()), 2 * peak) == (
+        1_402_994_688, 1_669_332_992, 2_743_074_816)
+    # without checkpointing, the end of the forward pass holds everything
+    assert activation_peak_elements(c, 1, t) == sum(activation_elements(c, 1, t).values())
+    # a model whose logits outweigh its blocks peaks when the forward pass ends
+    wide = LlamaConfig(vocab_size=50_000, context_length=8, d_model=16, num_layers=2,
+                       num_heads=2, d_ff=32)
+    assert activation_peak_elements(wide, 1, checkpointing=True) == sum(
+        activation_elements(wide, 1, checkpointing=True).values())
+
+
 def test_classify_saved_refuses_ambiguous_sizes():
     with pytest.raises(ValueError, match="distinct"):
         classify_saved([], {"a": 4, "b": 4})
@@ -284,6 +315,9 @@ def test_matmul_rate_is_positive():
     (lambda: optimizer_state_bytes(nn.Linear(2, 2)), TypeError, "optimizer"),
     (lambda: checkpointed_layers(nn.Linear(2, 2)).__enter__(), ValueError, "layers"),
     (lambda: gpt2_matmul_parameters(SMALL), TypeError, "config"),
+    (lambda: recomputed_block_elements(SMALL, 0), ValueError, "batch_size"),
+    (lambda: activation_peak_elements(SMALL, 1, checkpointing=1), TypeError,
+     "checkpointing"),
 ])
 def test_bad_inputs_name_their_argument(call, error, name):
     with pytest.raises(error, match=name):

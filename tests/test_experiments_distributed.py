@@ -74,7 +74,10 @@ def test_memory_accounting_measures_what_the_formulas_say():
     assert bf16.parameter_copies > 0 and fp32.parameter_copies == 0
     llama = r.at_scale["LLAMA2_7B"]
     assert llama["n_parameters"] == LLAMA2_7B.parameter_count()
-    assert llama["activations_bf16_checkpointed"] < llama["activations_bf16"] / 10
+    saved, block, peak = (llama[f"activations_bf16_{k}"] for k in (
+        "checkpointed", "recomputed_block", "checkpointed_peak"))
+    assert saved < peak < llama["activations_bf16"] / 10  # the peak: backward
+    assert peak == 2 * LLAMA2_7B.num_layers * 4096 * LLAMA2_7B.d_model + block
 
 
 def test_training_cost_is_checked_against_llama_2():
@@ -137,3 +140,4 @@ def test_timings_record_the_machine():
     for values in (c.compute_seconds, c.synced_seconds, c.hook_seconds,
                    c.all_reduce_seconds):
         assert len(values) == 2 and all(v > 0 for v in values)
+    assert [len(d) for d in c.difference_seconds] == [2, 2]  # each timed step

@@ -153,7 +153,7 @@ GUARDS: dict[str, dict[str, list[object]]] = {
                            "== 184_320")],
         "312": [Attr("llmlab.compute:A100_80GB", "bf16_flops", 312e12),
                 Assert("assert A100_80GB.bf16_flops == 312e12")],
-        "80": [Attr("llmlab.compute:A100_80GB", "memory_bytes", 80 * 10**9)],
+        "80": [Attr("llmlab.compute:A100_80GB", "memory_bytes", 80 * 2**30)],  # 80 GiB
         "32": [Attr("llmlab.models.llama:LLAMA2_7B", "num_layers", 32)],
         "4096": [Attr("llmlab.models.llama:LLAMA2_7B", "context_length", 4096),
                  Assert("c, t = LLAMA2_7B, 4096")],

@@ -122,9 +122,21 @@ def test_fmt_si(value: float, shown: str) -> None:
     assert rd.fmt_si(value) == shown
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    (1_991_036_928, "1.85 GiB"),  # binary: 1 GiB = 2³⁰ bytes
+    (3_888_744, "3.71 MiB"),
+    (80 * 2**30, "80.0 GiB"),  # an A100 80GB
+    (533_000, "521 KiB"),
+    (2**30 - 1, "1.00 GiB"),  # rounds up into the next unit
+    (1024, "1.00 KiB"),
+    (512, "512 B"),
+    (0, "0 B"),
+])
+def test_fmt_bytes_in_binary_units(value: float, shown: str) -> None:
+    assert rd.fmt_bytes(value) == shown
+
+
 def test_number_formats() -> None:
-    assert rd.fmt_bytes(1_991_036_928) == "1.99 GB"
-    assert rd.fmt_bytes(3_888_744) == "3.89 MB"
     assert rd.fmt_sci(9.21698304e22) == "9.22 × 10²²"
     assert rd.fmt_sci(2.5e-3) == "2.50 × 10⁻³"
     assert rd.fmt_change(1.107, 1.0) == "+10.7%"
@@ -145,6 +157,52 @@ def test_tables_show_what_the_lecture_reads_from_them(results) -> None:
     assert [c.strip() for c in cells[0]] == [
         f"{g:.1f} GB" for g in rd.ZERO_PAPER_GB]  # ZeRO's own example, to its digits
     assert [float(c.split()[0]) for c in cells[1]] == list(rd.ZERO_PAPER_GB)
+
+
+def test_at_scale_table_separates_saved_from_peak(results) -> None:
+    rows = _rows(rd.at_scale_table(results["memory"]).render("en"))
+    cells = {re.split(r"(?<!\\)\|", row)[1].strip(): row.split("|")[-2].strip()
+             for row in rows}  # first column -> Llama 2 7B's column
+    saved = next(v for k, v in cells.items() if k.startswith("checkpointed: saved"))
+    block = next(v for k, v in cells.items() if k.startswith("checkpointed: one block"))
+    peak = next(v for k, v in cells.items() if k == "checkpointed: the peak")
+    # bf16 bytes of one 4096-token sequence, by the formulas (test_compute)
+    assert (saved, block, peak) == ("1.31 GiB", "1.55 GiB", "2.55 GiB")
+
+
+def _timing(results, synced: list[float], all_reduce: list[float],
+            steps: list[list[float]]) -> exp.CommunicationTiming:
+    import dataclasses
+
+    return dataclasses.replace(results["communication"], compute_seconds=[0.010, 0.010],
+                               synced_seconds=synced, all_reduce_seconds=all_reduce,
+                               difference_seconds=steps)
+
+
+def test_communication_summary_reads_the_difference_against_the_all_reduce(results):
+    # rank 1 waited: its difference is 5.5 times one all-reduce of every gradient
+    t = _timing(results, [0.0105, 0.01692], [0.00125, 0.00125],
+                [[0.0003, 0.0007], [0.0061, 0.0078]])
+    line = rd.communication_summary(t)
+    assert "rank 1's difference (6.92 ms)" in line.en and "(1.25 ms)" in line.en
+    assert "5.5 times" in line.en and "cannot be the sending itself" in line.en
+    assert "from 6.10 to 7.80 ms" in line.en
+    assert "5.5 倍" in line.zh and "不可能是传梯度本身" in line.zh
+    # no difference beyond the all-reduce: the table cannot tell them apart
+    t = _timing(results, [0.0105, 0.0108], [0.00125, 0.00125],
+                [[0.0003, 0.0007], [0.0006, 0.0011]])
+    line = rd.communication_summary(t)
+    assert "no rank's difference exceeds" in line.en and "rank 1: 0.80 ms" in line.en
+    assert "cannot" not in line.en.split(":")[0] and "分不开" in line.zh
+    # a negative difference is noise
+    t = _timing(results, [0.0095, 0.0108], [0.00125, 0.00125],
+                [[-0.0009, 0.0001], [0.0006, 0.0011]])
+    line = rd.communication_summary(t)
+    assert "Rank 0's difference is negative (-0.50 ms)" in line.en
+    assert "rank 0 的差是负的（-0.50 毫秒）" in line.zh
+    for line in (rd.communication_summary(results["communication"]), line):
+        assert _CJK.search(line.zh) and not _CJK.search(line.en)
+        assert _NUMBER.findall(line.zh) == _NUMBER.findall(line.en)
 
 
 # --------------------------------------------------------------------------

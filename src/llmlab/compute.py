@@ -14,8 +14,10 @@ r"""Where the compute and the memory of training go: FLOPs, bytes, GPU-hours.
   :func:`checkpointed_layers` recomputes each block instead
   (``torch.utils.checkpoint``).
 * Memory, estimated: :func:`training_state_bytes` (16 bytes per parameter with
-  AdamW), :func:`activation_elements`, and :func:`zero_bytes_per_device`, the
-  ZeRO stages 1–3 (Rajbhandari et al., 2020).
+  AdamW), :func:`activation_elements` (what the forward pass saves),
+  :func:`recomputed_block_elements` and :func:`activation_peak_elements` (what
+  activation checkpointing holds at its peak, in the backward pass), and
+  :func:`zero_bytes_per_device`, the ZeRO stages 1–3 (Rajbhandari et al., 2020).
 * Cost at scale: :func:`gpu_hours` and :func:`implied_utilisation`, with the
   hardware figures kept, with their sources, in :data:`ACCELERATORS` and the
   published runs in :data:`PUBLISHED_RUNS`; :func:`matmul_flops_per_second`
@@ -62,6 +64,7 @@ __all__ = [
     "PublishedRun",
     "SavedTensor",
     "activation_elements",
+    "activation_peak_elements",
     "checkpointed_layers",
     "classify_saved",
     "count_flops",
@@ -76,6 +79,7 @@ __all__ = [
     "optimizer_state_bytes",
     "parameter_bytes",
     "record_saved_tensors",
+    "recomputed_block_elements",
     "tensor_bytes",
     "training_state_bytes",
     "zero_bytes_per_device",
@@ -92,7 +96,9 @@ class Accelerator:
     Attributes:
         name: The part, e.g. ``"NVIDIA A100 80GB SXM"``.
         bf16_flops: Peak dense bf16 Tensor Core FLOP/s (no 2:4 sparsity).
-        memory_bytes: High-bandwidth memory on the card.
+        memory_bytes: High-bandwidth memory on the card, in bytes: an "80GB"
+            card has 80 GiB (80 · 2³⁰ bytes; ``nvidia-smi`` shows 81920 MiB on an
+            A100 80GB).
         source: Where the figures come from.
     """
 
@@ -105,18 +111,18 @@ class Accelerator:
 A100_80GB = Accelerator(
     name="NVIDIA A100 80GB SXM",
     bf16_flops=312e12,
-    memory_bytes=80 * 10**9,
+    memory_bytes=80 * 2**30,
     source="NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
-           "(624 with sparsity), 80GB HBM2e",
+           "(624 with sparsity), 80GB HBM2e (80 GiB: nvidia-smi shows 81920 MiB)",
 )
 """The GPU of the Llama 2 runs (and of nanoGPT's GPT-2 run, in its 40GB version)."""
 
 H100_SXM = Accelerator(
     name="NVIDIA H100 SXM",
     bf16_flops=989e12,
-    memory_bytes=80 * 10**9,
+    memory_bytes=80 * 2**30,
     source="NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS "
-           "with sparsity, i.e. about 989 dense; 80GB HBM3",
+           "with sparsity, i.e. about 989 dense; 80GB HBM3 (80 GiB, as the A100's)",
 )
 """The next generation, for comparison."""
 
@@ -696,7 +702,9 @@ def activation_elements(
       and the softmax of the logits (:math:`BTV`).
 
     With ``checkpointing`` a block keeps only its input (:math:`BTd`); its other
-    tensors come back, one block at a time, during the backward pass.
+    tensors come back, one block at a time, during the backward pass
+    (:func:`recomputed_block_elements`). This counts what the forward pass saves;
+    the peak of a checkpointed step comes later: :func:`activation_peak_elements`.
 
     Returns:
         ``{"B·T·d": n, "B·T·d_ff": n, "B·h·T·T": n, "B·T·V": n}``.
@@ -717,6 +725,64 @@ def activation_elements(
         "B·h·T·T": layers * per_block[2] * batch_size * config.num_heads * t * t,
         "B·T·V": batch_size * t * config.vocab_size,
     }
+
+
+def recomputed_block_elements(
+    config: LlamaConfig,
+    batch_size: int,
+    context_length: int | None = None,
+) -> dict[str, int]:
+    r"""What one checkpointed block brings back in the backward pass, in elements.
+
+    Its forward pass runs again and keeps, until the block's backward is done,
+    the tensors :func:`activation_elements` counts per block without
+    checkpointing, less the block's input (the input of ``ln1``), which the
+    checkpoint saved and the recomputation reads: :math:`7\,BTd + 4\,BTd_{ff} +
+    BhT^2`.
+
+    Returns:
+        ``{"B·T·d": n, "B·T·d_ff": n, "B·h·T·T": n, "B·T·V": 0}``.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    full = activation_elements(config, batch_size, context_length)
+    saved = activation_elements(config, batch_size, context_length, checkpointing=True)
+    layers = config.num_layers
+    per_block = {family: (full[family] - saved[family]) // layers
+                 for family in ACTIVATION_FAMILIES}  # (8 - 1) BTd, 4 BTd_ff, BhT²
+    return per_block
+
+
+def activation_peak_elements(
+    config: LlamaConfig,
+    batch_size: int,
+    context_length: int | None = None,
+    *,
+    checkpointing: bool = False,
+) -> int:
+    r"""The most activation elements held at once in a step, by the formulas.
+
+    * Without ``checkpointing``: everything :func:`activation_elements` counts,
+      all held when the forward pass ends.
+    * With it, the larger of two moments. When the forward pass ends: what it
+      saved (every block's input and the tensors after the blocks). When the
+      backward pass recomputes the last block: every block's input
+      (:math:`L\,BTd`) and that block's :func:`recomputed_block_elements`; the
+      tensors after the blocks have been used, and freed, by then. Each earlier
+      block is recomputed with fewer inputs still held.
+
+    Gradients on their way back, weights and optimizer state are not counted.
+
+    Taught on: "Where the compute and the memory go".
+    """
+    saved = activation_elements(config, batch_size, context_length,
+                                checkpointing=checkpointing)
+    if not checkpointing:
+        return sum(saved.values())
+    t = config.context_length if context_length is None else context_length
+    inputs = config.num_layers * batch_size * t * config.d_model
+    block = recomputed_block_elements(config, batch_size, context_length)
+    return max(sum(saved.values()), inputs + sum(block.values()))
 
 
 def zero_bytes_per_device(

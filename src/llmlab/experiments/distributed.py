@@ -40,6 +40,7 @@ from llmlab.compute import (
     ACCELERATORS,
     PUBLISHED_RUNS,
     activation_elements,
+    activation_peak_elements,
     checkpointed_layers,
     classify_saved,
     count_flops,
@@ -54,6 +55,7 @@ from llmlab.compute import (
     optimizer_state_bytes,
     parameter_bytes,
     record_saved_tensors,
+    recomputed_block_elements,
     training_state_bytes,
     zero_bytes_per_device,
 )
@@ -289,9 +291,14 @@ class MemoryResult:
         estimated_state: :func:`~llmlab.compute.training_state_bytes` (fp32).
         family_elements: Elements of one tensor of each size family.
         modes: fp32 and bf16, each without and with checkpointing.
-        at_scale: Model-state bytes (``"fp32"`` and ``"mixed"``) and activation
-            bytes of one 4096-token sequence (bf16 estimate, without and with
-            checkpointing) for GPT-2 small and Llama 2 7B: name -> numbers.
+        at_scale: Model-state bytes (``"fp32"`` and ``"mixed"``) for GPT-2 small
+            and Llama 2 7B, and for Llama 2 7B the activation bytes of one
+            4096-token sequence (bf16, by the formulas): saved in the forward pass
+            without checkpointing (``activations_bf16``, also the peak) and with it
+            (``activations_bf16_checkpointed``), one block recomputed in the
+            backward pass (``activations_bf16_recomputed_block``) and the peak
+            with checkpointing (``activations_bf16_checkpointed_peak``): name ->
+            numbers.
     """
 
     config: dict[str, int]
@@ -379,11 +386,15 @@ def run_memory_accounting(batch_size: int = 4, seed: int = 0) -> MemoryResult:
                for precision in ("fp32", "mixed")
                for k, v in training_state_bytes(n_params, precision).items()}
         row["n_parameters"] = float(n_params)
-        if llama is not None:
+        if llama is not None:  # bf16: 2 bytes an element
             for ckpt in (False, True):
                 elements = activation_elements(llama, 1, 4096, checkpointing=ckpt)
                 row[f"activations_bf16{'_checkpointed' if ckpt else ''}"] = \
                     2.0 * sum(elements.values())
+            block = recomputed_block_elements(llama, 1, 4096)
+            row["activations_bf16_recomputed_block"] = 2.0 * sum(block.values())
+            row["activations_bf16_checkpointed_peak"] = \
+                2.0 * activation_peak_elements(llama, 1, 4096, checkpointing=True)
         at_scale[name] = row
     return MemoryResult(
         config=_config_fields(config), batch_size=batch_size, context_length=t,
@@ -882,6 +893,8 @@ class CommunicationTiming:
             communicating (``no_sync``).
         synced_seconds: Per rank, median seconds of the same forward + backward
             with DDP's all-reduce of the gradients.
+        difference_seconds: Per rank, each timed step's synced minus compute
+            seconds (their spread is the noise of the difference).
         optimizer_seconds: Per rank, median seconds of clipping + AdamW.
         hook_seconds: Per rank, median per step of the buckets' all-reduce
             times, from launch to completion (they overlap the backward pass,
@@ -899,13 +912,14 @@ class CommunicationTiming:
     buckets: int
     compute_seconds: list[float]
     synced_seconds: list[float]
+    difference_seconds: list[list[float]]
     optimizer_seconds: list[float]
     hook_seconds: list[float]
     all_reduce_seconds: list[float]
 
 
 def _timing_rank(config: LlamaConfig, data: np.ndarray, steps: int, batch_size: int,
-                 seed: int) -> dict[str, float | int | str]:
+                 seed: int) -> dict[str, float | int | str | list[float]]:
     """One rank of :func:`time_ddp_communication`."""
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(seed)
@@ -944,9 +958,11 @@ def _timing_rank(config: LlamaConfig, data: np.ndarray, steps: int, batch_size: 
                                ("hook", sum(timer.seconds))):
                 times[key].append(value)
     numel = sum(p.numel() for p in model.parameters())
-    out: dict[str, float | int | str] = {k: statistics.median(v)
-                                         for k, v in times.items()}
+    out: dict[str, float | int | str | list[float]] = {k: statistics.median(v)
+                                                       for k, v in times.items()}
+    differences = [s - c for s, c in zip(times["synced"], times["compute"])]
     out.update(buckets=len(timer.seconds), all_reduce=all_reduce_seconds(numel),
+               differences=differences,
                bytes=4 * numel, machine=machine_description(),
                threads=torch.get_num_threads())
     return out
@@ -971,6 +987,7 @@ def time_ddp_communication(world_size: int = 2, steps: int = 5, batch_size: int 
         gradient_bytes=ranks[0]["bytes"], buckets=ranks[0]["buckets"],
         compute_seconds=[r["compute"] for r in ranks],
         synced_seconds=[r["synced"] for r in ranks],
+        difference_seconds=[r["differences"] for r in ranks],
         optimizer_seconds=[r["optimizer"] for r in ranks],
         hook_seconds=[r["hook"] for r in ranks],
         all_reduce_seconds=[r["all_reduce"] for r in ranks],

@@ -1,10 +1,12 @@
 """Tables and the figure of :mod:`llmlab.experiments.distributed`, in the reader's language.
 
 Numbers are written the same way in both languages: counts with thousands
-separators, large quantities with SI prefixes (``46.08 G``, ``1.99 GB``: decimal,
-``1 GB = 10⁹`` bytes, as GPU makers and the ZeRO paper count) and totals in
-powers of ten (``9.22 × 10²²``). Differences from a reference are signed
-percentages (``+10.7%``, ``−12.3%``).
+separators, large counts (FLOPs, parameters) with SI prefixes (``46.08 G``),
+memory in binary units (``1.85 GiB``: ``1 GiB = 2³⁰`` bytes, as a GPU's memory
+is built and ``nvidia-smi`` shows it; only the ZeRO paper's own example is set
+against the paper in its decimal GB) and totals in powers of ten
+(``9.22 × 10²²``). Differences from a reference are signed percentages
+(``+10.7%``, ``−12.3%``).
 
 Taught on: "Where the compute and the memory go".
 """
@@ -48,6 +50,7 @@ __all__ = [
     "activation_table",
     "at_scale_table",
     "communication_settings",
+    "communication_summary",
     "communication_table",
     "ddp_check_table",
     "ddp_losses_table",
@@ -90,6 +93,7 @@ STATE_NAMES = {
     "optimizer_state": (label("AdamW 的 m 和 v", "AdamW's m and v"), "8·N"),
 }
 _PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -128,11 +132,30 @@ def fmt_si(x: float, unit: str = "", digits: int = 4) -> str:
 
 
 def fmt_bytes(n: float, digits: int = 3) -> str:
-    """``1991036928`` -> ``"1.99 GB"`` (decimal: 1 GB = 10⁹ bytes)."""
-    if _number("n", n) < 0:
-        raise ValueError(f"n must be a number of bytes >= 0, got {n}")
-    check_int("digits", digits)
-    return fmt_si(n, "B", digits)
+    """``1991036928`` -> ``"1.85 GiB"``: binary units (1 KiB = 2¹⁰ bytes, 1 MiB =
+    2²⁰, 1 GiB = 2³⁰), ``digits`` significant digits; below 1 KiB, bytes (``"512 B"``).
+
+    A value that rounds up to 1024 of a unit is said in the next (``"1.00 MiB"``).
+    """
+    n = _number("n", n)
+    if n < 0:
+        raise ValueError(f"n must be a number of bytes >= 0, got {n:g}")
+    digits = check_int("digits", digits)
+    if n < 1024 or not math.isfinite(n):
+        return f"{n:g} B"
+    k = min(int(math.floor(math.log(n, 1024))), len(_BINARY) - 1)
+    if 1024**(k + 1) <= n and k + 1 < len(_BINARY):
+        k += 1  # log rounded down an exact power of 1024
+    scaled = n / 1024**k
+
+    def decimals(v: float) -> int:
+        return max(0, digits - 1 - int(math.floor(math.log10(v))))
+
+    places = decimals(scaled)
+    if round(scaled, places) >= 1024 and k + 1 < len(_BINARY):
+        k, scaled = k + 1, scaled / 1024  # 1023.9 KiB rounds to 1024 KiB: say 1.00 MiB
+        places = digits - 1
+    return f"{scaled:.{places}f} {_BINARY[k]}"
 
 
 def fmt_sci(x: float, digits: int = 3) -> str:
@@ -278,9 +301,9 @@ def activation_table(r: MemoryResult) -> Localized:
 
 def _mode_name(m: MemoryMode) -> Label:
     if m.precision == "fp32":
-        return label("fp32 + 激活检查点", "fp32 + checkpointing") if m.checkpointing \
+        return label("fp32 + 激活重计算", "fp32 + checkpointing") if m.checkpointing \
             else label("fp32", "fp32")
-    return label("bf16 autocast + 激活检查点", "bf16 autocast + checkpointing") \
+    return label("bf16 autocast + 激活重计算", "bf16 autocast + checkpointing") \
         if m.checkpointing else label("bf16 autocast", "bf16 autocast")
 
 
@@ -307,7 +330,9 @@ def memory_modes_table(r: MemoryResult) -> Localized:
 
 def at_scale_table(r: MemoryResult) -> Localized:
     """GPT-2 small and Llama 2 7B: model state (fp32 and mixed precision) and the
-    activations of one 4096-token sequence (the formula, bf16)."""
+    activations of one 4096-token sequence (the formulas, bf16): without
+    checkpointing, what the forward pass saves (also the peak); with it, what the
+    forward pass saves, the one block recomputed in the backward pass, and the peak."""
     check_type("r", r, MemoryResult)
     names = list(r.at_scale)
 
@@ -328,14 +353,21 @@ def at_scale_table(r: MemoryResult) -> Localized:
         [label("模型状态，混合精度（2 + 2 + 12 字节/参数）",
                "model state, mixed (2 + 2 + 12 bytes/parameter)"),
          *[state(n, "mixed") for n in names]],
-        [label("激活，一条 4096 token 的序列（公式，bf16）",
-               "activations, one 4096-token sequence (formula, bf16)"),
+        [label("激活，一条 4096 token 的序列（公式，bf16）：前向存下的，也是峰值",
+               "activations, one 4096-token sequence (formula, bf16): saved in the "
+               "forward pass, also the peak"),
          *[activations(n, "activations_bf16") for n in names]],
-        [label("同上，加激活检查点", "the same, checkpointed"),
+        [label("激活重计算：前向存下的（每块的输入、块之后的张量）",
+               "checkpointed: saved in the forward pass (each block's input, the "
+               "tensors after the blocks)"),
          *[activations(n, "activations_bf16_checkpointed") for n in names]],
+        [label("激活重计算：反向时重算的一个块",
+               "checkpointed: one block, recomputed in the backward pass"),
+         *[activations(n, "activations_bf16_recomputed_block") for n in names]],
+        [label("激活重计算：峰值", "checkpointed: the peak"),
+         *[activations(n, "activations_bf16_checkpointed_peak") for n in names]],
     ]
-    headers = [label("字节（1 GB = 10⁹ 字节）", "bytes (1 GB = 10⁹ bytes)"),
-               *[_code(n) for n in names]]
+    headers = [label("字节", "bytes"), *[_code(n) for n in names]]
     return table(headers, rows)
 
 
@@ -452,6 +484,9 @@ def communication_table(t: CommunicationTiming) -> Localized:
          *[_ms(s) for s in t.synced_seconds]],
         [label("两者之差", "the difference"),
          *[_ms(a - b) for a, b in zip(t.synced_seconds, t.compute_seconds)]],
+        [label("各步之差：最小到最大", "each step's difference, least to most"),
+         *[label(f"{_ms(min(d))} 到 {_ms(max(d))}", f"{_ms(min(d))} to {_ms(max(d))}")
+           for d in t.difference_seconds]],
         [label("桶的 all-reduce：发起到完成（与反向重叠）",
                "the buckets' all-reduce, launch to completion (overlaps backward)"),
          *[_ms(s) for s in t.hook_seconds]],
@@ -461,6 +496,52 @@ def communication_table(t: CommunicationTiming) -> Localized:
         [label("裁剪梯度 + AdamW", "clipping + AdamW"), *[_ms(s) for s in t.optimizer_seconds]],
     ]
     return table([label("毫秒", "ms"), *[f"rank {k}" for k in ranks]], rows)
+
+
+def communication_summary(t: CommunicationTiming) -> Label:
+    """What the table's difference can be, in words made from this machine's numbers.
+
+    The difference of the medians (with the all-reduce minus without) is set
+    against one blocking all-reduce of every gradient: what a difference has beyond
+    that is not the sending itself (it is waiting for the slower rank, and noise),
+    and a negative one is noise alone. The spread of the rank's
+    differences over the steps comes with it.
+    """
+    check_type("t", t, CommunicationTiming)
+    diffs = [s - c for s, c in zip(t.synced_seconds, t.compute_seconds)]
+    ranks = range(len(diffs))
+    over = [k for k in ranks if diffs[k] > t.all_reduce_seconds[k]]
+    k = max(over or ranks, key=lambda i: diffs[i] - t.all_reduce_seconds[i])
+    d, a = _ms(diffs[k]), _ms(t.all_reduce_seconds[k])
+    lo, hi = _ms(min(t.difference_seconds[k])), _ms(max(t.difference_seconds[k]))
+    if over:
+        x = fmt_float(diffs[k] / t.all_reduce_seconds[k], 1) \
+            if t.all_reduce_seconds[k] > 0 else "∞"
+        out = label(
+            f"在这台机器上，rank {k} 的两者之差（{d} 毫秒）比单独一次阻塞的 all-reduce"
+            f"（{a} 毫秒，全部梯度传一遍）还长，是它的 {x} 倍：超出的部分不可能是传梯度本身，"
+            f"而是等另一个 rank 的时间和测量噪声。这个差在各步之间从 {lo} 到 {hi} 毫秒不等。",
+            f"On this machine, rank {k}'s difference ({d} ms) is longer than one "
+            f"blocking all-reduce of every gradient ({a} ms), {x} times as long: what "
+            f"exceeds it cannot be the sending itself; it is waiting for the other rank, "
+            f"and noise. Over the steps the difference ranges from {lo} to {hi} ms.")
+    else:
+        out = label(
+            f"在这台机器上，没有哪个 rank 的两者之差超过单独一次阻塞的 all-reduce"
+            f"（rank {k}：{d} 毫秒，all-reduce {a} 毫秒）：它可以是没藏住的通信，"
+            f"但也混着等待和噪声，这张表分不开。这个差在各步之间从 {lo} 到 {hi} 毫秒不等。",
+            f"On this machine, no rank's difference exceeds one blocking all-reduce "
+            f"(rank {k}: {d} ms against {a} ms): it may be communication left unhidden, "
+            f"but waiting and noise are in it too, and this table cannot tell them "
+            f"apart. Over the steps it ranges from {lo} to {hi} ms.")
+    j = min(ranks, key=lambda i: diffs[i])
+    if diffs[j] < 0:
+        dj = _ms(diffs[j])
+        out = label(f"{out.zh}rank {j} 的差是负的（{dj} 毫秒）：带 all-reduce 的一步反而更快，"
+                    "噪声比通信还大。",
+                    f"{out.en} Rank {j}'s difference is negative ({dj} ms): the step with "
+                    "the all-reduce was the faster, the noise larger than the communication.")
+    return out
 
 
 def communication_settings(t: CommunicationTiming) -> Label:
@@ -538,7 +619,8 @@ def zero_table(r: ZeroMemoryResult) -> Localized:
 
 def zero_paper_table(r: ZeroMemoryResult,
                      paper_gb: Sequence[float] = ZERO_PAPER_GB) -> Localized:
-    """ZeRO's own example (7.5B parameters, 64 GPUs): computed here and as published."""
+    """ZeRO's own example (7.5B parameters, 64 GPUs): computed here and as published,
+    both in the paper's decimal GB (10⁹ bytes), to its digits."""
     check_type("r", r, ZeroMemoryResult)
     paper_gb = check_floats("paper_gb", paper_gb, minimum=0.0)
     if len(paper_gb) != len(r.stages):
@@ -547,7 +629,8 @@ def zero_paper_table(r: ZeroMemoryResult,
     rows = [[label("这里算出的", "computed here"),
              *[f"{b / 1e9:.1f} GB" for b in r.paper_check]],
             [label("论文图 1", "the paper's figure 1"), *[f"{g:g} GB" for g in paper_gb]]]
-    headers = [label("7.5B 参数，64 个 GPU", "7.5B parameters, 64 GPUs"),
+    headers = [label("7.5B 参数，64 个 GPU（论文的 GB：10⁹ 字节）",
+                     "7.5B parameters, 64 GPUs (the paper's GB: 10⁹ bytes)"),
                *[_stage_name(s) for s in r.stages]]
     return table(headers, rows)
 
@@ -627,8 +710,8 @@ def parallelism_figure(r: FSDPCheckResult) -> Diagram:
         y_mid = y_card0 + card_h + link / 2
         if sharded:
             lines = (label("all-gather：逐块收齐参数", "all-gather: a block's weights"),
-                     label("reduce-scatter：梯度各留一半",
-                           "reduce-scatter: gradient halves"))
+                     label("reduce-scatter：平均梯度各留一半",
+                           "reduce-scatter: mean, halved"))
         else:
             lines = (label("all-reduce：梯度求平均", "all-reduce: average gradients"),
                      label("每个 rank 做同样的更新", "every rank: the same step"))
@@ -645,12 +728,12 @@ def parallelism_figure(r: FSDPCheckResult) -> Diagram:
         "示意图：左边是数据并行（DDP），两个 rank 各存一整份参数、梯度和 AdamW 的 m、v，"
         "各算批次的一半，反向时用 all-reduce 把梯度求平均；右边是分片（FSDP），"
         "每个 rank 只存每样东西的一半（条的长度是实测的字节数），用到一个块时用 all-gather "
-        "收齐它的参数，梯度用 reduce-scatter 分给各自的一半。",
+        "收齐它的参数，梯度用 reduce-scatter 求平均，每个 rank 留下平均梯度的一半。",
         "Diagram: left, data parallelism (DDP): each of two ranks holds a full copy of "
         "the parameters, the gradients and the AdamW moments m and v, computes half "
         "the batch, and "
         "averages the gradients with an all-reduce during the backward pass; right, "
         "sharding (FSDP): each rank holds half of each (bar lengths are the measured "
         "bytes), gathers the parameters of a block with an all-gather when it runs, and "
-        "keeps its half of the gradients with a reduce-scatter.")
+        "keeps its half of the mean gradient with a reduce-scatter.")
     return Diagram(lambda lang: _canvas(lang, width, height, draw), alt, data)
