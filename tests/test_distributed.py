@@ -264,33 +264,17 @@ def _run_script(tmp_path: Path, code: str, *flags: str,
                           capture_output=True, text=True, timeout=300)
 
 
-def test_an_unguarded_script_launches_and_is_not_run_again(tmp_path):
-    # no `if __name__ == "__main__":`: a rank that ran the script would launch again
-    proc = _run_script(tmp_path, f"""
-        import sys
-
-        sys.path[:0] = [{str(ROOT / "src")!r}, {str(TESTS)!r}]  # -I: no PYTHONPATH
-        print("the script ran")
-
-        from llmlab.distributed import launch
-        from test_distributed import _whoami
-
-        print(launch(_whoami, ("unguarded",), world_size=2))
-        """, "-I")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines() == [
-        "the script ran",
-        "[(0, 2, 'gloo', 'unguarded', '0'), (1, 2, 'gloo', 'unguarded', '1')]"]
-
-
-def test_a_lecture_block_launches_as_a_script(tmp_path):
-    # the lecture's DDP check, copied into a file: its experiment launches 2 ranks
+def test_a_lecture_block_launches_as_a_script_and_is_not_run_again(tmp_path):
+    """The lecture's DDP check, copied into a file and run with ``python file.py``, no
+    cache: its experiment launches 2 ranks. The block has no ``if __name__ ==
+    "__main__":``, so a rank that ran the script would launch again (it once did)."""
     page = read_page("en", "lectures/distributed.md")
     code = next(b.code for b in python_blocks(page) if "run_ddp_check()" in b.code)
-    proc = _run_script(tmp_path, code, pythonpath=True)
+    proc = _run_script(tmp_path, 'print("the script ran")\n' + code, pythonpath=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("the script ran") == 1
     # as a terminal shows it: a text table, no Markdown or HTML
-    assert "every rank's parameters bit-identical" in proc.stdout
+    assert proc.stdout.count("every rank's parameters bit-identical") == 1
     assert "| step |" not in proc.stdout and "<" not in proc.stdout
 
 

@@ -698,25 +698,6 @@ def test_the_readmes_serve_route_works_from_a_clean_clone(readme_route, record_p
     assert "NotPrecomputedError" not in route.serve_log
 
 
-def test_a_deleted_or_damaged_cache_entry_is_computed_again(readme_route) -> None:
-    """After the route, a result is deleted and a notebook page damaged: the next run
-    makes those again (and leaves the rest: equal to the first, whatever the order)."""
-    route = readme_route
-    cheap = min((j for j in route.jobs if not j["machine"] and not j["parent"]),
-                key=lambda j: j["seconds"] or 0.0)
-    (route.cache / f"{cheap['key']}.pkl").unlink()
-    page = route.cache / "site" / "en" / "notebooks" / "quickstart.md"
-    page.write_text("damaged", encoding="utf-8")
-    env = build_env(PYTHONPATH=str(route.clone / "src"))
-    env.pop("LLMLAB_CACHE_DIR", None)
-    proc = subprocess.run([sys.executable, "-m", "llmlab.precompute"], cwd=route.clone,
-                          env=env, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert re.search(rf"\[1/1\] \w+\.{cheap['name']} \(", proc.stdout), proc.stdout
-    assert (route.cache / f"{cheap['key']}.pkl").is_file()
-    assert page.read_text(encoding="utf-8") != "damaged"
-
-
 def _same(a: object, b: object) -> bool:
     """Equal results: field by field, tensors and arrays element by element (NaN = NaN).
 
