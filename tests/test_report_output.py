@@ -210,7 +210,7 @@ def _assert_readable(out: str) -> None:
 
 
 def test_a_copied_token_table_block_prints_text(tmp_path: Path) -> None:
-    code = _block("lectures/tokenization.md", "print(bpe_steps_table(r))")
+    code = _block("lectures/tokenization.md", "r = run_bpe_steps()  # the CS336")
     out, _ = _run_as_a_reader(code, tmp_path)
     _assert_readable(out)
     assert "[s] + [t] → [st]" in out and "-----" in out
