@@ -46,8 +46,10 @@ build-zh: fonts
 browser-deps:
 	@bash scripts/ensure-chromium.sh
 
+# On two processes (pytest-xdist): the tests of the full site build on one (it is built
+# once), the rest on the other (conftest.py groups them). Nothing asserts a timing.
 test: fonts browser-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 # Everything but the site build and the browser (most of the suite's time), on every
 # core (pytest-xdist).

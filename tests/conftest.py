@@ -19,6 +19,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
 
 
+# The fixtures that build the whole site (once per test process).
+SITE_FIXTURES = {"built_site", "readme_route"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that reads the full site build goes to one pytest-xdist worker
+    (``--dist loadgroup``, as ``make test`` runs): the build happens once, while the
+    other worker runs the rest. Nothing is timed, so tests side by side cannot fail
+    for being slower."""
+    for item in items:
+        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("site-build"))
+
+
 def load_benchmark(name: str):
     """``benchmarks/<name>.py`` as a module (the scripts are not a package)."""
     import importlib.util
