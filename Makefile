@@ -46,10 +46,10 @@ build-zh: fonts
 browser-deps:
 	@bash scripts/ensure-chromium.sh
 
-# On two processes (pytest-xdist): the tests of the full site build on one (it is built
-# once), the rest on the other (conftest.py groups them). Nothing asserts a timing.
+# On two processes (pytest-xdist), a test module at a time: the full site is built once,
+# by the first that needs it (conftest.py). Nothing asserts a timing.
 test: fonts browser-deps
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadscope
 
 # Everything but the site build and the browser (most of the suite's time), on every
 # core (pytest-xdist).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import os
@@ -17,20 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
-
-
-# The fixtures that build the whole site (once per test process).
-SITE_FIXTURES = {"built_site", "readme_route"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test that reads the full site build goes to one pytest-xdist worker
-    (``--dist loadgroup``, as ``make test`` runs): the build happens once, while the
-    other worker runs the rest. Nothing is timed, so tests side by side cannot fail
-    for being slower."""
-    for item in items:
-        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("site-build"))
 
 
 def load_benchmark(name: str):
@@ -81,13 +68,38 @@ class BuiltSite:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+def built_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> BuiltSite:
     """A cold, strict build of the real site (empty experiment cache), under a sub-path.
+
+    Built once per test session: under pytest-xdist (``make test`` runs two
+    processes), the first process that needs it builds it, holding a lock, and the
+    others read what it recorded (pytest-xdist's documented recipe).
 
     With ``LLMLAB_PREBUILT_SITE`` (and ``SITE_URL``, the address it was built for),
     the tests check that build instead (the Pages workflow builds the site once);
     its experiment cache is ``LLMLAB_CACHE_DIR`` or the checkout's ``.cache/llmlab``.
     """
+    if worker_id == "master" or os.environ.get("LLMLAB_PREBUILT_SITE"):
+        return _build_site(tmp_path_factory)
+    import json
+
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, every worker's
+    record = shared / "built-site.json"
+    with FileLock(str(shared / "built-site.lock")):
+        if record.is_file():
+            fields = json.loads(record.read_text(encoding="utf-8"))
+            return BuiltSite(**{k: Path(v) if k in ("site_dir", "cache_dir") else v
+                                for k, v in fields.items()})
+        site = _build_site(tmp_path_factory)
+        fields = {k: str(v) if isinstance(v, Path) else v
+                  for k, v in dataclasses.asdict(site).items()}
+        record.write_text(json.dumps(fields), encoding="utf-8")
+        return site
+
+
+def _build_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     prebuilt = os.environ.get("LLMLAB_PREBUILT_SITE")
     if prebuilt:
         from urllib.parse import urlsplit
