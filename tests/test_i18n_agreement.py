@@ -29,7 +29,7 @@ from collections import Counter
 import pytest
 from bs4 import BeautifulSoup
 
-from pages import fenced_blocks, page_paths, read_page, structure
+from pages import ROOT, fenced_blocks, page_paths, read_page, structure
 
 PAGES = page_paths("zh")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -85,6 +85,29 @@ def test_zh_pages_say_token_and_name_the_standard_term_once() -> None:
     used = {rel: read_page("zh", rel).count("词元") for rel in PAGES}
     assert {rel: n for rel, n in used.items() if n} == {
         "lectures/tokenization.md": 1, "reference/glossary.md": 1}
+
+
+# Chinese that misnamed things, by where it may not appear: a pattern, the
+# pages (None: every zh page and every label in llmlab.report), and the term to use.
+MISNOMERS = [
+    (r"会合地址", None, "主节点地址 (the rendezvous address)"),
+    (r"激活检查点|检查点在 7B", None, "激活重计算 (activation checkpointing)"),
+    (r"对句(?!子)|合格律", None, "成联 / 五七言 (a line with a comma and a full stop; "
+     "halves of five or seven characters)"),
+    (r"算力", ["lectures/distributed.md"], "计算量 (a FLOP count)"),
+]
+
+
+@pytest.mark.parametrize("pattern,pages,term", MISNOMERS, ids=[m[0] for m in MISNOMERS])
+def test_zh_terms_that_misname_things_stay_out(pattern, pages, term) -> None:
+    texts = {f"docs/zh/{rel}": read_page("zh", rel) for rel in (pages or PAGES)}
+    if pages is None:
+        report = ROOT / "src" / "llmlab" / "report"
+        texts.update({str(f.relative_to(ROOT)): f.read_text(encoding="utf-8")
+                      for f in sorted(report.glob("*.py"))})
+    found = {where: m.group(0) for where, text in texts.items()
+             if (m := re.search(pattern, text))}
+    assert not found, f"use {term} instead: {found}"
 
 
 # --------------------------------------------------------------------------

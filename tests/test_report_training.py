@@ -130,7 +130,7 @@ def test_samples_and_poem_table(runs):
     assert every.count(fence) == sum(len(s.texts) for s in tang.samples)
     out = _both(rt.poem_shape_table(tang))
     assert len(out["en"].strip().splitlines()) == 2 + len(tang.samples) + 1
-    assert "couplet lines" in out["en"] and "对句行" in out["zh"]
+    assert "couplet lines" in out["en"] and "成联的行" in out["zh"]
     assert "the real poems (validation)" in out["en"] and "原诗" in out["zh"]
     out = _check_table(rt.half_lengths_table(tang), rows=2)
     assert out["en"].splitlines()[0] == ("| characters per half | 3 | 4 | 5 | 6 | 7 "

@@ -503,8 +503,9 @@ def communication_summary(t: CommunicationTiming) -> Label:
 
     The difference of the medians (with the all-reduce minus without) is set
     against one blocking all-reduce of every gradient: what a difference has beyond
-    that is not the sending itself (it is waiting for the slower rank, and noise),
-    and a negative one is noise alone. The spread of the rank's
+    is more than sending every gradient once takes (waiting for the other rank,
+    the cost of sending in several buckets, noise: the table cannot tell them
+    apart), and a negative one is noise alone. The spread of the rank's
     differences over the steps comes with it.
     """
     check_type("t", t, CommunicationTiming)
@@ -519,12 +520,15 @@ def communication_summary(t: CommunicationTiming) -> Label:
             if t.all_reduce_seconds[k] > 0 else "∞"
         out = label(
             f"在这台机器上，rank {k} 的两者之差（{d} 毫秒）比单独一次阻塞的 all-reduce"
-            f"（{a} 毫秒，全部梯度传一遍）还长，是它的 {x} 倍：超出的部分不可能是传梯度本身，"
-            f"而是等另一个 rank 的时间和测量噪声。这个差在各步之间从 {lo} 到 {hi} 毫秒不等。",
+            f"（{a} 毫秒，全部梯度传一遍）还长，是它的 {x} 倍：超出的部分比把梯度传一遍花的时间还多，"
+            f"可能是等另一个 rank、分桶多次发送的开销或测量噪声，这张表分不开。"
+            f"这个差在各步之间从 {lo} 到 {hi} 毫秒不等。",
             f"On this machine, rank {k}'s difference ({d} ms) is longer than one "
-            f"blocking all-reduce of every gradient ({a} ms), {x} times as long: what "
-            f"exceeds it cannot be the sending itself; it is waiting for the other rank, "
-            f"and noise. Over the steps the difference ranges from {lo} to {hi} ms.")
+            f"blocking all-reduce of every gradient ({a} ms), {x} times as long: the "
+            f"excess is more than sending every gradient once takes; waiting for the "
+            f"other rank, sending in several buckets and noise may all be in it, and "
+            f"this table cannot tell them apart. Over the steps the difference ranges "
+            f"from {lo} to {hi} ms.")
     else:
         out = label(
             f"在这台机器上，没有哪个 rank 的两者之差超过单独一次阻塞的 all-reduce"

@@ -564,9 +564,9 @@ def poem_shape_table(r: TrainingRunResult) -> Localized:
     rows.append((label("验证集里的原诗", "the real poems (validation)"),
                  share(r.corpus_couplet_lines, r.corpus_lines),
                  share(r.corpus_shaped_lines, r.corpus_lines), "—"))
-    headers = [label("样本", "sample"), label("对句行", "couplet lines"),
-               label("合五言、七言格律的行", "lines of regular five- or seven-character verse"),
-               label("多数行是对句的段", "texts mostly couplets")]
+    headers = [label("样本", "sample"), label("成联的行", "couplet lines"),
+               label("五七言的行", "lines of regular five- or seven-character verse"),
+               label("多数行成联的段", "texts mostly couplets")]
     return table(headers, rows)
 
 
