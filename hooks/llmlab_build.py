@@ -3,8 +3,8 @@
 1. ``python -m llmlab.precompute`` computes the experiments and notebooks (started
    in ``on_pre_build`` when its inputs changed, in its own process, while pages
    render). Pages read results from the content-addressed cache and never compute
-   (``LLMLAB_CACHE_MISS``); a call that ``docs/experiments.toml`` does not list
-   under the page fails the build.
+   (``LLMLAB_CACHE_MISS``); precompute reads what to compute from the pages'
+   blocks, and a call it did not find there fails the build.
 2. markdown-exec has no cache and runs each page once per language: its python
    fence gets markdown-exec's documented ``base_format`` with our ``run``, which
    keeps each block's output (in memory and on disk; keyed by its code, the
@@ -92,16 +92,19 @@ def _start_precompute(config: Any) -> None:
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
-    from llmlab.precompute import report_path, stamp, up_to_date
+    from llmlab.precompute import find_calls, report_path, stamp, up_to_date
 
     docs = Path(config.docs_dir)
-    manifest, examples = docs / "experiments.toml", docs.parent / "examples"
-    current = stamp(manifest, examples)
+    examples = docs.parent / "examples"
+    try:
+        current = stamp(find_calls(docs, examples), examples)
+    except ValueError as error:  # a call whose arguments are not literals
+        raise PluginError(str(error)) from None
     STATE["report"] = report_path(STATE["cache"], current)
-    os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_MANIFEST=str(manifest))
+    os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_DOCS=str(docs))
     if up_to_date(STATE["cache"], current):  # its outputs all there, as it left them
         return
-    command = [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
+    command = [sys.executable, "-m", "llmlab.precompute", "--docs", str(docs),
                "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
     STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
     STATE["ran"] = True  # this build runs precompute
@@ -305,8 +308,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str: 
     return markdown
 
 
-def _check_manifest() -> None:
-    """The experiments each page's blocks called are the ones the manifest lists for it."""
+def _check_calls() -> None:
+    """The experiments each page's blocks called are the ones precompute found in them."""
     pages = _precompute_report()["pages"]
     for page, runs in STATE["runs"].items():
         rel = page.split("/", 1)[1]
@@ -314,7 +317,8 @@ def _check_manifest() -> None:
         stray = sorted({name for name, key in runs if key not in listed})
         if stray:
             raise PluginError(f"{page} calls {', '.join(stray)} with arguments that "
-                              f"docs/experiments.toml does not list under [\"{rel}\"]")
+                              f"precompute did not find in {rel}'s blocks: call the experiment "
+                              "in the block itself, with literal arguments")
 
 
 # --------------------------------------------------------------------------
@@ -496,7 +500,7 @@ def on_post_build(config: Any) -> None:
     STATE["depth"] -= 1
     if STATE["depth"]:
         return
-    _check_manifest()
+    _check_calls()
     for key in set(PAGES) - STATE["pages"]:  # what no page of this build was
         del PAGES[key]
     site = Path(config.site_dir)

@@ -168,13 +168,13 @@ def site_server(built_site: BuiltSite):
 # tests that must watch a build fail (or a server re-render) quickly.
 # ---------------------------------------------------------------------------
 def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str] | None = None,
-                    watch: list[str] | None = None, manifest: str = "") -> Path:
+                    watch: list[str] | None = None) -> Path:
     """Write ``pages`` (paths under docs/, e.g. ``zh/index.md``), notebooks and a config.
 
     The config is the project's mkdocs.yml with its docs_dir and nav pointed at this
     folder, its hook and theme overrides at the project's, so every plugin and hook
     is the real one.
-    ``manifest`` is the site's ``docs/experiments.toml``; each notebook gets its
+    Each notebook gets its
     stub page in both languages, as the real site's do.
     """
     docs = root / "docs"
@@ -182,7 +182,6 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
         path = docs / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    (docs / "experiments.toml").write_text(manifest, encoding="utf-8")
     (root / "examples").mkdir(exist_ok=True)
     nav = ["  - index.md"]
     for name, text in (notebooks or {}).items():

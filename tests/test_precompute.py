@@ -1,4 +1,4 @@
-"""python -m llmlab.precompute: the manifest, the cache it fills, the notebooks it splits."""
+"""python -m llmlab.precompute: what the pages compute, the cache it fills, the notebooks it splits."""
 
 from __future__ import annotations
 
@@ -20,38 +20,76 @@ from llmlab.report import label, table
 from llmlab.report.diagrams import causal_mask
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFEST = ROOT / "docs" / "experiments.toml"
 
 
-def test_manifest_entries_parse_into_calls(tmp_path: Path) -> None:
-    path = tmp_path / "m.toml"
-    path.write_text('["a.md"]\ncalls = ["multihead.run_why_multihead(heads=(1, 2), steps=5)",'
-                    ' "attention.run_summary_recall()"]\n', encoding="utf-8")
-    first, second = precompute.load_manifest(path)
-    assert (first.page, first.module, first.name) == (
-        "a.md", "llmlab.experiments.multihead", "run_why_multihead")
+def _page(*blocks: str) -> str:
+    return "# 标题\n\n" + "".join(f'```python exec="on"\n{b}```\n\ntext\n\n' for b in blocks)
+
+
+def _docs(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """A docs folder with each page in both languages (the same blocks, as the site's)."""
+    docs = tmp_path / "docs"
+    for rel, text in pages.items():
+        for lang in precompute.LANGUAGES:
+            (docs / lang / rel).parent.mkdir(parents=True, exist_ok=True)
+            (docs / lang / rel).write_text(text, encoding="utf-8")
+    return docs
+
+
+def test_the_pages_blocks_say_what_they_compute(tmp_path: Path) -> None:
+    """Each call of a @cached experiment in an executed block, once per page, in
+    order; names bound once to a literal and loops over literals stand for their
+    values; helpers, code shown but not run and other modules are not experiments."""
+    docs = _docs(tmp_path, {"lectures/x.md": _page(
+        "from llmlab.experiments.multihead import run_why_multihead\n"
+        "from llmlab.experiments.training import poem_line_halves\n"
+        "HEADS = (1, 2)\n"
+        "r = run_why_multihead(heads=HEADS, steps=5)\n"
+        "assert poem_line_halves('秦川雄帝宅，函谷壯皇居。') == (5, 5)\n",
+        "from llmlab.experiments import attention as exp\n"
+        "for p, n in ((0.25, 4), (0.5, 6)):\n"
+        "    exp.run_dropout_demo(p=p, seq_len=n)\n"
+        "exp.run_summary_recall()\n"
+        "from llmlab.experiments.multihead import run_why_multihead\n"
+        "run_why_multihead(heads=(1, 2), steps=5)  # again: one call\n")
+        + '```python\nfrom llmlab.experiments.attention import run_dropout_demo\n'
+          'run_dropout_demo(p=0.9)\n```\n'
+        + '    ```python exec="on"\n    from llmlab.experiments.attention import '
+          'run_summary_recall\n    run_summary_recall(seed=3)\n    ```\n',
+        "index.md": "# 首页\n"})
+    calls = precompute.find_calls(docs)
+    assert [(c.page, c.text) for c in calls] == [
+        ("lectures/x.md", "multihead.run_why_multihead(heads=(1, 2), steps=5)"),
+        ("lectures/x.md", "attention.run_dropout_demo(p=0.25, seq_len=4)"),
+        ("lectures/x.md", "attention.run_dropout_demo(p=0.5, seq_len=6)"),
+        ("lectures/x.md", "attention.run_summary_recall()"),
+        ("lectures/x.md", "attention.run_summary_recall(seed=3)")]  # indented: an exercise
+    first = calls[0]
+    assert (first.module, first.name) == ("llmlab.experiments.multihead", "run_why_multihead")
     assert first.kwargs == {"heads": (1, 2), "steps": 5}  # tuples stay tuples (cache keys)
-    assert (second.name, second.kwargs) == ("run_summary_recall", {})
+    assert precompute.find_calls(docs, page="index.md") == []
+    assert precompute.find_calls(docs, page="lectures/x.md") == calls
 
 
-@pytest.mark.parametrize("entry", ["attention.run_summary_recall(3)",
-                                   "attention.run_summary_recall(lengths=LENGTHS)",
-                                   "attention.run_summary_recall", "1 +"])
-def test_a_bad_manifest_entry_is_refused_naming_it(tmp_path: Path, entry: str) -> None:
-    path = tmp_path / "m.toml"
-    path.write_text(f'["lectures/x.md"]\ncalls = ["{entry}"]\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"lectures/x\.md") as error:
-        precompute.load_manifest(path)
-    assert entry in str(error.value)
+@pytest.mark.parametrize("call", ["run_summary_recall(lengths=LENGTHS)",
+                                  "run_summary_recall(seed=int('3'))",
+                                  "run_summary_recall(no_such_argument=1)",
+                                  "run_summary_recall(1, 2, 3, 4, 5, 6, 7, 8, 9)"])
+def test_a_call_precompute_cannot_read_is_refused_naming_it(tmp_path: Path, call: str) -> None:
+    docs = _docs(tmp_path, {"lectures/x.md": _page(
+        "from llmlab.experiments.attention import run_summary_recall\n"
+        "LENGTHS = [4]\nLENGTHS = [8]  # bound twice: not a constant\n" + call + "\n")})
+    with pytest.raises(ValueError, match=r"lectures/x\.md:7: ") as error:
+        precompute.find_calls(docs)
+    assert call in str(error.value) and "literal" in str(error.value)
 
 
-def test_every_manifest_page_exists_and_every_call_is_a_cached_experiment() -> None:
-    calls = precompute.load_manifest(MANIFEST)
-    assert calls
+def test_the_course_computes_what_its_pages_call() -> None:
+    calls = precompute.find_calls(ROOT / "docs", ROOT / "examples")
+    assert len(calls) > 40
+    assert {c.page for c in calls if c.page.startswith("examples/")} == {
+        "examples/copy_task_heads.py", "examples/train_tiny_lm.py"}
     for call in calls:
-        page = (ROOT / "docs" / "zh" / call.page if call.page.endswith(".md")
-                else ROOT / call.page)
-        assert page.is_file(), f"the manifest names {call.page}, which does not exist"
         jobs = precompute._plan(call)
         assert jobs[-1]["name"] == call.name
         assert all(len(j["key"]) == 64 for j in jobs)
@@ -131,11 +169,11 @@ def test_a_figure_output_is_split_with_its_own_svg_and_alt_text() -> None:
         assert f'alt="{figure.alt.text(lang)}"' in precompute.notebook_markdown(nb, "f", lang)
 
 
-def _run(tree: Path, cache: Path, manifest: Path, examples: Path) -> subprocess.CompletedProcess:
+def _run(tree: Path, cache: Path, docs: Path, examples: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     env.pop("LLMLAB_CACHE_MISS", None)
     return subprocess.run(
-        [sys.executable, "-m", "llmlab.precompute", "--manifest", str(manifest),
+        [sys.executable, "-m", "llmlab.precompute", "--docs", str(docs),
          "--examples", str(examples), "--cache-dir", str(cache), "--workers", "1"],
         env=env, capture_output=True, text=True, timeout=300, cwd=tree)
 
@@ -210,7 +248,7 @@ def test_a_cheap_part_of_a_long_run_starts_before_other_long_jobs() -> None:
     assert order == ["free", "tokenizer", "training", "middling"]
 
 
-def test_a_notebook_runs_once_what_the_manifest_lists_for_it_is_stored(
+def test_a_notebook_runs_once_what_it_calls_is_stored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path / "cache"))
     examples = tmp_path / "examples"
@@ -219,8 +257,11 @@ def test_a_notebook_runs_once_what_the_manifest_lists_for_it_is_stored(
     (examples / "uses.py").write_text(header + "# %%\nx = 1\n", encoding="utf-8")
     (examples / "alone.py").write_text(header + "# %%\ny = 2\n", encoding="utf-8")
     (examples / "script.py").write_text("print('not a notebook')\n", encoding="utf-8")
-    calls = [precompute._parse_call("examples/uses.py", "distributed.run_ddp_check()"),
-             precompute._parse_call("lectures/x.md", "attention.run_dropout_demo(p=0.25)")]
+    calls = [*precompute.experiment_calls(
+        "from llmlab.experiments.distributed import run_ddp_check\nrun_ddp_check()\n",
+        "examples/uses.py"), *precompute.experiment_calls(
+        "from llmlab.experiments.attention import run_dropout_demo\n"
+        "run_dropout_demo(p=0.25)\n", "lectures/x.md")]
     planned = [precompute._plan(call) for call in calls]
     jobs, deps = precompute.notebook_jobs(calls, planned, examples)
     assert [j["key"] for j in jobs] == ["notebook:alone.py", "notebook:uses.py"]
@@ -239,13 +280,13 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     tree = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "llmlab", tree / "llmlab",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    manifest, examples, cache = tmp_path / "m.toml", tmp_path / "examples", tmp_path / "cache"
-    manifest.write_text('["x.md"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n',
-                        encoding="utf-8")
+    docs = _docs(tmp_path, {"x.md": _page(
+        "from llmlab.experiments.attention import run_dropout_demo\nrun_dropout_demo(p=0.25)\n")})
+    examples, cache = tmp_path / "examples", tmp_path / "cache"
     examples.mkdir()
 
     def jobs() -> list[str]:
-        proc = _run(tree, cache, manifest, examples)
+        proc = _run(tree, cache, docs, examples)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         report = json.loads((cache / "precompute.json").read_text(encoding="utf-8"))
         return [job["name"] for job in report["jobs"] if job["seconds"] is not None]
@@ -257,7 +298,7 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     assert edited != renderers.read_text(encoding="utf-8")
     renderers.write_text(edited, encoding="utf-8")
     assert jobs() == []  # stale inputs: it ran, and found every result stored
-    again = _run(tree, cache, manifest, examples)
+    again = _run(tree, cache, docs, examples)
     assert "up to date" in again.stdout  # nothing changed since: it did nothing at all
     experiment = tree / "llmlab" / "experiments" / "attention.py"
     experiment.write_text(experiment.read_text(encoding="utf-8") + "\n# an edit\n",
@@ -266,23 +307,24 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
 
 
 def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> None:
-    """Two manifests, one cache folder (worktrees, CI jobs): each run's report is
+    """Two checkouts, one cache folder (worktrees, CI jobs): each run's report is
     kept by its inputs' stamp, so neither run's pages read the other's."""
-    from llmlab.precompute import report_path, stamp
+    from llmlab.precompute import find_calls, report_path, stamp
 
     cache, examples = tmp_path / "cache", tmp_path / "examples"
     examples.mkdir()
-    manifests = {}
+    docs = {}
     for name, p in (("a", 0.25), ("b", 0.5)):
-        manifests[name] = tmp_path / f"{name}.toml"
-        manifests[name].write_text(
-            f'["{name}.md"]\ncalls = ["attention.run_dropout_demo(p={p})"]\n', encoding="utf-8")
+        docs[name] = _docs(tmp_path / name, {f"{name}.md": _page(
+            f"from llmlab.experiments.attention import run_dropout_demo\n"
+            f"run_dropout_demo(p={p})\n")})
     for name in ("a", "b", "a"):
-        proc = _run(ROOT / "src", cache, manifests[name], examples)
+        proc = _run(ROOT / "src", cache, docs[name], examples)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "up to date" in proc.stdout  # b's run did not replace a's report
     for name in ("a", "b"):
-        report = json.loads(report_path(cache, stamp(manifests[name], examples)).read_text())
+        current = stamp(find_calls(docs[name], examples), examples)
+        report = json.loads(report_path(cache, current).read_text())
         assert list(report["pages"]) == [f"{name}.md"]
 
 
@@ -292,11 +334,11 @@ NOTEBOOK = ("# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\
 
 
 def _project(root: Path) -> Path:
-    """A course checkout in miniature: a manifest and a notebook that reads from it."""
-    (root / "docs").mkdir(parents=True)
+    """A course checkout in miniature: a site's config, a page and a notebook."""
+    (root / "docs" / "zh").mkdir(parents=True)
     (root / "examples").mkdir()
-    (root / "docs" / "experiments.toml").write_text(
-        '["examples/nb.py"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n', "utf-8")
+    (root / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
+    (root / "docs" / "zh" / "index.md").write_text("# 首页\n", encoding="utf-8")
     (root / "examples" / "nb.py").write_text(NOTEBOOK, encoding="utf-8")
     return root
 
@@ -365,4 +407,4 @@ def test_outside_a_checkout_it_says_what_it_needs(tmp_path: Path,
         precompute.main([])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no docs/experiments.toml" in err
+    assert err.count("\n") == 1 and "no mkdocs.yml and docs/" in err

@@ -1,6 +1,6 @@
 """The "computation on this page" table: seconds per call, and a total that counts
 a part shared by several calls (one launch, two checks) once. It reads the
-manifest and each result's stored seconds, not a report of the whole run, so a
+page's blocks and each result's stored seconds, not a report of the whole run, so a
 page shows it as soon as its own experiments are stored."""
 
 from __future__ import annotations
@@ -19,17 +19,28 @@ def _store(folder: Path, fn, seconds: float, **kwargs) -> None:
     (folder / f"{cache.cache_key(fn, **kwargs)}.pkl").write_bytes(pickle.dumps((None, seconds)))
 
 
+def _block(code: str) -> str:
+    return f'```python exec="on"\n{code}```\n'
+
+
 @pytest.fixture
 def manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "experiments.toml"
-    path.write_text('["x.md"]\ncalls = ["distributed.run_ddp_check()", '
-                    '"distributed.run_fsdp_check()", "attention.run_summary_recall()"]\n'
-                    '["one.md"]\ncalls = ["attention.run_summary_recall()"]\n',
-                    encoding="utf-8")
+    """Two pages (each in both languages) and an empty cache: ``manifest.parent``."""
+    pages = {
+        "x.md": _block("from llmlab.experiments.distributed import run_ddp_check, "
+                       "run_fsdp_check\nrun_ddp_check()\nrun_fsdp_check()\n")
+        + _block("from llmlab.experiments.attention import run_summary_recall\n"
+                 "run_summary_recall()\n"),
+        "one.md": _block("from llmlab.experiments.attention import run_summary_recall\n"
+                         "run_summary_recall()\n")}
+    for lang in ("zh", "en"):
+        for name, text in pages.items():
+            (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "docs" / lang / name).write_text(text, encoding="utf-8")
     monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("LLMLAB_MANIFEST", str(path))
+    monkeypatch.setenv("LLMLAB_DOCS", str(tmp_path / "docs"))
     monkeypatch.delenv("LLMLAB_CACHE_MISS", raising=False)
-    return path
+    return tmp_path / "docs"
 
 
 def test_rows_include_their_parts_and_the_total_counts_a_shared_part_once(

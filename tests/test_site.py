@@ -25,7 +25,6 @@ pytestmark = pytest.mark.site
 
 DOCS = ROOT / "docs"
 NOTEBOOKS = [p.stem for p in notebooks(ROOT / "examples")]
-MANIFEST_DEMO = '["index.md"]\ncalls = ["attention.run_dropout_demo(p=0.25)"]\n'
 
 
 def _pages(lang: str) -> set[str]:
@@ -496,39 +495,31 @@ def test_missing_translation_fails_the_build(tmp_path: Path) -> None:
         log[-2000:])
 
 
-def test_pages_show_only_what_the_manifest_lists_for_them(tmp_path: Path) -> None:
-    """A call the manifest lists under the page builds; other arguments, or a call
-    listed under another page, fail the build and say where to add it."""
-    def block(p: float) -> str:
-        return ('```python exec="on"\nfrom llmlab.experiments.attention import '
-                f'run_dropout_demo\nprint(f"p-{{run_dropout_demo(p={p}).p}}-end")\n```\n')
+def test_pages_compute_what_their_blocks_call_and_nothing_else(tmp_path: Path) -> None:
+    """What a block calls with literal arguments is computed and shown; a call
+    whose arguments precompute cannot read fails the build naming its line; a call
+    it cannot see (through another name) misses the cache and fails, saying why."""
+    def block(call: str) -> str:
+        return ('# 首页\n\n```python exec="on"\nfrom llmlab.experiments.attention import '
+                f'run_dropout_demo\nprint(f"p-{{{call}.p}}-end")\n```\n')
 
-    def build(zh: str, manifest: str, name: str) -> subprocess.CompletedProcess[str]:
+    def build(zh: str, name: str) -> subprocess.CompletedProcess[str]:
         root = tmp_path / name
-        config = write_mini_site(root, {"zh/index.md": zh, "en/index.md": GOOD_EN},
-                                 manifest=manifest)
+        config = write_mini_site(root, {"zh/index.md": zh, "en/index.md": GOOD_EN})
         env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / "cache"))
         return run_mkdocs_build(config, root / "site", env, timeout=300)
 
-    listed = build("# 首页\n\n" + block(0.25), MANIFEST_DEMO, "listed")
-    assert listed.returncode == 0, (listed.stdout + listed.stderr)[-3000:]
-    assert "p-0.25-end" in (tmp_path / "listed" / "site" / "index.html").read_text("utf-8")
-    unlisted = build("# 首页\n\n" + block(0.3), MANIFEST_DEMO, "unlisted")
-    log = unlisted.stdout + unlisted.stderr
-    assert unlisted.returncode != 0, log[-3000:]
-    assert "run_dropout_demo(p=0.3" in log and "docs/experiments.toml" in log, log[-3000:]
-    elsewhere = MANIFEST_DEMO.replace('["index.md"]', '["other.md"]')
-    other = build("# 首页\n\n" + block(0.25), elsewhere, "elsewhere")
-    log = other.stdout + other.stderr
-    assert other.returncode != 0 and '["index.md"]' in log, log[-3000:]
-
-
-# --------------------------------------------------------------------------
-# live editing: mkdocs serve picks up a changed llmlab and a changed page
-# --------------------------------------------------------------------------
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode("utf-8")
+    found = build(block("run_dropout_demo(p=0.25)"), "found")
+    assert found.returncode == 0, (found.stdout + found.stderr)[-3000:]
+    assert "p-0.25-end" in (tmp_path / "found" / "site" / "index.html").read_text("utf-8")
+    unreadable = build(block("run_dropout_demo(p=float('0.3'))"), "unreadable")
+    log = unreadable.stdout + unreadable.stderr
+    assert unreadable.returncode != 0, log[-3000:]
+    assert "index.md:5: run_dropout_demo(p=float('0.3'))" in log and "literal" in log, log[-3000:]
+    unseen = build(block("(demo := run_dropout_demo)(p=0.3)"), "unseen")
+    log = unseen.stdout + unseen.stderr
+    assert unseen.returncode != 0, log[-3000:]
+    assert "run_dropout_demo(p=0.3" in log and "did not find" in log, log[-3000:]
 
 
 def _stop_server(server: subprocess.Popen) -> None:

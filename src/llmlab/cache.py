@@ -418,8 +418,8 @@ def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:
         raise NotPrecomputedError(
             f"{name}({call}) is not in the result cache {path.parent if path else ''} "
             f"(LLMLAB_CACHE_MISS={policy}): run `python -m llmlab.precompute` in the "
-            "course's folder; if it still misses, the page calls it with arguments that "
-            "docs/experiments.toml does not list under the page")
+            "course's folder; if it still misses, precompute did not find the call in the "
+            "page's blocks (call the experiment there, with literal arguments)")
 
 
 def cached(

@@ -1,23 +1,24 @@
 """Compute what the course's pages show, before the site is rendered.
 
-    python -m llmlab.precompute                 # what docs/experiments.toml lists
+    python -m llmlab.precompute                 # what the pages' blocks compute
     python -m llmlab.precompute --workers 1     # one process
     python -m llmlab.precompute --list          # the calls, by page; compute nothing
 
-It runs from any folder of the course's checkout (:func:`project_root`). The
-manifest (``docs/experiments.toml``) names, per page, the experiments its
-blocks call. This program computes every missing result into the
+It runs from any folder of the course's checkout (:func:`project_root`). It
+reads, from every page's executed blocks and every notebook, the experiments
+they call (:func:`find_calls`: the pages are the manifest, nothing lists them a
+second time). This program computes every missing result into the
 content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab`` in the checkout) in worker processes, costliest first, each split experiment's
 parts side by side (timings alone: see :func:`run_jobs`). Among those jobs it
 executes every notebook in ``examples/`` (the jupytext files; plain scripts such
 as ``train_ddp.py`` are left alone) once, in IPython, in a fresh process each,
-as soon as what the manifest lists for it is stored. Then it writes, per
+as soon as what it calls is stored. Then it writes, per
 language, the notebook page's Markdown and its ``.ipynb`` and ``.py`` downloads
 under ``<cache>/site/<lang>/notebooks/``. The
-site's pages read the results from the cache; a call that is not in the
-manifest misses there and fails the build. A run whose inputs (``llmlab``'s
-source, the manifest, the notebooks, the versions) have not changed since the
+site's pages read the results from the cache; a call this reading cannot
+find misses there and fails the build. A run whose inputs (``llmlab``'s
+source, the calls found, the notebooks, the versions) have not changed since the
 last successful one, and whose outputs are all still in the cache as that run
 left them, does nothing (:func:`stamp`, :func:`up_to_date`); a deleted or
 damaged output is made again.
@@ -32,13 +33,14 @@ import ast
 import copy
 import hashlib
 import importlib
+import inspect
+import itertools
 import json
 import multiprocessing
 import os
 import re
 import sys
 import time
-import tomllib
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -48,8 +50,8 @@ from typing import Any
 
 from llmlab import cache
 
-__all__ = ["Call", "compute_experiments", "dependencies", "load_manifest", "main",
-           "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
+__all__ = ["Call", "compute_experiments", "dependencies", "executed_blocks",
+           "experiment_calls", "find_calls", "main", "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
            "project_root", "report_path", "run_jobs", "split_notebook", "stamp",
            "up_to_date"]
 
@@ -65,12 +67,12 @@ def report_path(folder: str | Path, stamp: str) -> Path:
 
 def project_root(start: str | Path | None = None) -> Path | None:
     """The course's checkout: the first folder at or above ``start`` (default:
-    the working folder) that holds ``docs/experiments.toml``, else the checkout
+    the working folder) that holds ``mkdocs.yml`` and ``docs/``, else the checkout
     ``llmlab`` is installed from (an editable install), else None."""
     here = Path(start if start is not None else Path.cwd()).resolve()
     installed = Path(__file__).resolve().parents[2]  # <checkout>/src/llmlab/precompute.py
     for folder in (here, *here.parents, installed):
-        if (folder / "docs" / "experiments.toml").is_file():
+        if (folder / "mkdocs.yml").is_file() and (folder / "docs").is_dir():
             return folder
     return None
 
@@ -109,37 +111,186 @@ def up_to_date(folder: str | Path, current: str) -> bool:
 
 @dataclass(frozen=True)
 class Call:
-    """One manifest entry: ``module.name(**kwargs)`` shown on ``page``."""
+    """One experiment a page computes: ``module.name(**kwargs)`` shown on ``page``."""
 
     page: str
-    text: str  # as written in the manifest, e.g. "multihead.run_why_multihead()"
+    text: str  # as the page writes it, e.g. "multihead.run_why_multihead()"
     module: str
     name: str
     kwargs: dict[str, Any]
 
     def function(self) -> Any:
-        """The experiment the entry calls (imports its module)."""
+        """The experiment called (imports its module)."""
         return _function(self.module, self.name)
 
 
-def _parse_call(page: str, text: str) -> Call:
-    try:
-        node = ast.parse(text, mode="eval").body
-        if not isinstance(node, ast.Call) or node.args:
-            raise ValueError("expected module.function(keyword=literal, ...)")
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-        dotted = ast.unparse(node.func)
-    except (SyntaxError, ValueError) as error:
-        raise ValueError(f"manifest entry {text!r} of page {page!r}: {error}") from None
-    module, _, name = f"llmlab.experiments.{dotted}".rpartition(".")
-    return Call(page, text, module, name, kwargs)
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>.*)$")
+_EXECUTED = re.compile(r"""(?:^|\s)exec=["']?(?:on|true|1)["']?(?:\s|$)""")
 
 
-def load_manifest(path: str | Path) -> list[Call]:
-    """Every call of the manifest at ``path``, in order (TOML: ``[page] calls = [...]``)."""
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    return [_parse_call(page, text) for page, table in data.items()
-            for text in table.get("calls", [])]
+def executed_blocks(markdown: str) -> list[tuple[int, str]]:
+    """The Python blocks of a page that markdown-exec runs (```` ```python exec="on" ````),
+    as (the page's line of the block's first line, the code without the fence's indent)."""
+    blocks, lines, i = [], markdown.splitlines(), 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, info = m.group("indent"), m.group("fence"), m.group("info")
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        j = i + 1
+        while j < len(lines) and not closing.match(lines[j]):
+            j += 1
+        if info.split()[:1] in (["python"], ["py"]) and _EXECUTED.search(info):
+            body = [line[len(indent):] if line.startswith(indent) else line.lstrip()
+                    for line in lines[i + 1:j]]
+            blocks.append((i + 2, "\n".join(body) + "\n"))
+        i = j + 1
+    return blocks
+
+
+def experiment_calls(code: str, page: str, line: int = 1) -> list[Call]:
+    """The calls of ``@cached`` experiments (``llmlab.experiments.*``) in ``code``.
+
+    An experiment is called by a name imported from its module (``from
+    llmlab.experiments.training import run_training_run``) or through the module
+    (``from llmlab.experiments import training as exp``; ``exp.run_...``). Its
+    arguments must be literals, or names the code binds once to a literal
+    (``d_ks = (4, 16)``), so that this reading finds what the page will compute;
+    a call whose arguments are not raises ValueError naming it.
+    """
+    tree = ast.parse(code)
+    names: dict[str, tuple[str, str]] = {}  # local name -> (module, function)
+    modules: dict[str, str] = {}  # local name -> experiments module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if node.module.startswith("llmlab.experiments."):
+                    names[local] = (node.module, alias.name)
+                elif node.module == "llmlab.experiments":
+                    modules[local] = f"llmlab.experiments.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("llmlab.experiments.") and alias.asname:
+                    modules[alias.asname] = alias.name
+    constants: dict[str, Any] = {}  # NAME = literal, bound once at the top of the code
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in getattr(node, "targets", []) + [getattr(node, "target", None)]:
+            for name in ast.walk(target) if target is not None else ():
+                if isinstance(name, ast.Name):
+                    assigned[name.id] = assigned.get(name.id, 0) + 1
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and assigned[node.targets[0].id] == 1):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                pass
+
+    def literal(value: ast.expr, env: dict[str, Any]) -> Any:
+        if isinstance(value, ast.Name) and value.id in env:
+            return env[value.id]
+        if isinstance(value, ast.Name) and value.id in constants:
+            return constants[value.id]
+        return ast.literal_eval(value)
+
+    loops: list[tuple[list[str], list[tuple]]] = []  # for A, B in <literal>: (A, B), values
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.comprehension)):
+            continue
+        target = node.target
+        names_ = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+        if (not names_ or not all(isinstance(n, ast.Name) and assigned[n.id] == 1
+                                  for n in names_)):
+            continue
+        try:
+            values = [v if len(names_) > 1 else (v,) for v in literal(node.iter, {})]
+        except (ValueError, TypeError, SyntaxError):
+            continue
+        if all(len(v) == len(names_) for v in values):
+            loops.append(([n.id for n in names_], values))
+
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in names:
+            module, name = names[func.id]
+        elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+              and func.value.id in modules):
+            module, name = modules[func.value.id], func.attr
+        else:
+            continue
+        fn = _function(module, name)
+        if not hasattr(fn, "uncached"):
+            continue  # a helper the page calls as it stands, not a stored experiment
+        where = f"{page}:{line + node.lineno - 1}"
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        groups = [(names_, values) for names_, values in loops if used & set(names_)]
+        source = " ".join(ast.get_source_segment(code, node).split())
+        named = any(isinstance(n, ast.Name) for a in [*node.args, *node.keywords]
+                    for n in ast.walk(a))  # shown with the values the names stand for
+        try:
+            for choice in itertools.product(*(values for _, values in groups)):
+                env = {n: v for (names_, _), values in zip(groups, choice)
+                       for n, v in zip(names_, values)}
+                args = [literal(a, env) for a in node.args]
+                kwargs = {k.arg: literal(k.value, env) for k in node.keywords}
+                bound = inspect.signature(fn.uncached).bind(*args, **kwargs).arguments
+                text = (f"{module.removeprefix('llmlab.experiments.')}.{name}("
+                        + ", ".join([repr(a) for a in args]
+                                    + [f"{k}={v!r}" for k, v in kwargs.items()]) + ")"
+                        if named else
+                        f"{module.removeprefix('llmlab.experiments.')}.{name}"
+                        + source[source.index("("):].replace("( ", "(").replace(" )", ")"))
+                calls.append(((node.lineno, node.col_offset),
+                              Call(page, text, module, name, dict(bound))))
+        except (ValueError, TypeError, SyntaxError):
+            raise ValueError(
+                f"{where}: {ast.unparse(node)}: precompute reads what a page computes from "
+                "its blocks, so an experiment's arguments must be literals (numbers, "
+                "strings, tuples...) or names bound once to one, and match its parameters") from None
+    return [call for _, call in sorted(calls, key=lambda c: c[0])]  # walk: breadth-first
+
+
+def find_calls(docs: str | Path, examples: str | Path | None = None,
+               page: str | None = None) -> list[Call]:
+    """What the course computes: every experiment call of every page's executed
+    blocks (``docs/<language>/**.md``; a page's path relative to its language
+    folder, both languages read, each call once per page) and of every notebook in
+    ``examples`` (its path ``examples/<name>.py``), in the order they appear;
+    with ``page``, that page's alone."""
+    calls: list[Call] = []
+    seen: set[tuple[str, str, str]] = set()
+    sources: list[tuple[str, int, str]] = []
+    for lang in LANGUAGES:
+        base = Path(docs) / lang
+        for path in sorted(base.rglob("*.md")):
+            rel = path.relative_to(base).as_posix()
+            if page is None or rel == page:
+                for line, code in executed_blocks(path.read_text(encoding="utf-8")):
+                    sources.append((rel, line, code))
+    if examples is not None:
+        for path in notebooks(examples):
+            rel = f"examples/{path.name}"
+            if page is None or rel == page:
+                sources.append((rel, 1, path.read_text(encoding="utf-8")))
+    for rel, line, code in sources:
+        try:
+            found = experiment_calls(code, rel, line)
+        except SyntaxError:
+            continue  # a block that cannot run fails the build where it runs, with its error
+        for call in found:
+            key = (rel, call.module + "." + call.name, repr(sorted(call.kwargs.items())))
+            if key not in seen:
+                seen.add(key)
+                calls.append(call)
+    return calls
 
 
 def notebooks(examples: str | Path) -> list[Path]:
@@ -148,10 +299,12 @@ def notebooks(examples: str | Path) -> list[Path]:
             if path.read_text(encoding="utf-8").startswith("# ---\n# jupyter:")]
 
 
-def stamp(manifest: str | Path, examples: str | Path) -> str:
+def stamp(calls: list[Call], examples: str | Path) -> str:
     """Hash of everything a run depends on; equal to the last run's: nothing to do."""
     digest = hashlib.sha256(cache.source_hash().encode())
-    for path in [Path(manifest), *notebooks(examples)]:
+    for call in calls:
+        digest.update(f"{call.page}\0{call.text}\0{sorted(call.kwargs.items())!r}\n".encode())
+    for path in notebooks(examples):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for package in ("torch", "ipython", "jupytext"):
         digest.update(metadata.version(package).encode())
@@ -303,7 +456,7 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
 
 
 def render_rank(page: str) -> tuple[str, str]:
-    """Where ``page`` (a manifest page) comes in the order MkDocs renders pages.
+    """Where ``page`` (a page that computes something) comes in the order MkDocs renders pages.
 
     MkDocs reads the docs folder in sorted path order, one page after another;
     a notebook ``examples/<name>.py`` is shown as ``notebooks/<name>.md``.
@@ -317,8 +470,8 @@ def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], exampl
                   ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
     """A job per notebook in ``examples`` not executed yet, and what each reads.
 
-    A notebook reads what the manifest lists under its own path (e.g.
-    ``["examples/copy_task_heads.py"]``), so it runs once those are stored.
+    A notebook reads the experiments its own code calls (found under the page
+    ``examples/<name>.py``), so it runs once those are stored.
     """
     folder = cache.cache_dir() / "notebooks"
     jobs, deps = [], {}
@@ -341,8 +494,8 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
                         on_done: Callable[[dict], None] | None = None
                         ) -> tuple[list[dict], list[dict]]:
     """Fill the cache with every call's result and execute every notebook in
-    ``examples`` not executed yet, each once the experiments the manifest lists
-    for it are stored; (jobs run, each call's planned jobs). ``on_start(jobs)``
+    ``examples`` not executed yet, each once the experiments it calls
+    are stored; (jobs run, each call's planned jobs). ``on_start(jobs)``
     gets the jobs to run before the first starts, ``on_done(job)`` each as it ends."""
     import torch
 
@@ -558,8 +711,8 @@ def _job_name(job: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llmlab.precompute",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--manifest", type=Path,
-                        help="default: docs/experiments.toml of the course's checkout")
+    parser.add_argument("--docs", type=Path,
+                        help="folder of the pages (default: the checkout's docs/)")
     parser.add_argument("--examples", type=Path,
                         help="folder of notebooks (default: the checkout's examples/)")
     parser.add_argument("--cache-dir", type=Path,
@@ -570,36 +723,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the calls and stop")
     args = parser.parse_args(argv)
     root = project_root()
-    if root is None and (args.manifest is None or args.examples is None):
-        parser.exit(2, f"{parser.prog}: error: no docs/experiments.toml in {Path.cwd()} or "
-                       "above it: run this in the course's folder, or pass --manifest and "
+    if root is None and (args.docs is None or args.examples is None):
+        parser.exit(2, f"{parser.prog}: error: no mkdocs.yml and docs/ in {Path.cwd()} or "
+                       "above it: run this in the course's folder, or pass --docs and "
                        "--examples\n")
-    manifest = (args.manifest or root / "docs" / "experiments.toml").resolve()
+    docs = (args.docs or root / "docs").resolve()
     examples = (args.examples or root / "examples").resolve()
     if args.workers < 1:
         parser.exit(2, f"{parser.prog}: error: --workers must be at least 1, got "
                        f"{args.workers}\n")
-    for name, path, kind in (("--manifest", manifest, "file"), ("--examples", examples, "dir")):
-        if not (path.is_file() if kind == "file" else path.is_dir()):
-            parser.exit(2, f"{parser.prog}: error: {name} {path} is not a "
-                           f"{'file' if kind == 'file' else 'folder'}\n")
+    for name, path in (("--docs", docs), ("--examples", examples)):
+        if not path.is_dir():
+            parser.exit(2, f"{parser.prog}: error: {name} {path} is not a folder\n")
     # absolute: the notebooks run in their own folder, and the build reads the same one
     folder = Path(args.cache_dir or os.environ.get("LLMLAB_CACHE_DIR")
                   or (root or Path.cwd()) / ".cache" / "llmlab").expanduser().resolve()
     os.environ["LLMLAB_CACHE_DIR"] = str(folder)
     os.environ.pop("LLMLAB_CACHE", None)  # results go to disk: the pages read them there
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ["LLMLAB_CACHE_MISS"] = "error"  # notebooks too: only what is listed
+    os.environ["LLMLAB_CACHE_MISS"] = "error"  # notebooks too: only what was found
     try:
-        calls = load_manifest(manifest)
-    except ValueError as error:
-        parser.exit(2, f"{parser.prog}: error: {manifest}: {error}\n")
+        calls = find_calls(docs, examples)
+    except (ValueError, SyntaxError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.list:
         for call in calls:
             print(f"{call.page}: {call.text}")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
-    current = stamp(manifest, examples)
+    current = stamp(calls, examples)
     if up_to_date(folder, current):
         _say(f"up to date ({folder})")
         return 0

@@ -15,31 +15,31 @@ from llmlab.report import Localized, fmt_float, label, table
 
 __all__ = ["computation_table"]
 
-MANIFEST = "docs/experiments.toml"  # from the repository root; LLMLAB_MANIFEST overrides
 
 
 def computation_table(page: str) -> Localized:
-    """The experiments the manifest lists for ``page`` and what they cost.
+    """The experiments ``page``'s blocks call and what they cost.
 
     One row per call: the seconds computing it took (its parts included), as
     stored with the results in the cache, on the machine that computed them; then
-    the total, in which a part that several calls share counts once. The
-    manifest is ``$LLMLAB_MANIFEST`` (the build sets it), else
-    ``docs/experiments.toml``. A result that is not stored yet is waited for
+    the total, in which a part that several calls share counts once. The page
+    is read from ``$LLMLAB_DOCS`` (the build sets it), else the checkout's
+    ``docs/`` (:func:`llmlab.precompute.find_calls`). A result that is not stored yet is waited for
     as ``LLMLAB_CACHE_MISS`` says (:func:`llmlab.cache.stored_seconds`), so the
     build shows this table without waiting for every other page's experiments.
     Without a filled cache (a block copied elsewhere) the table says so.
     """
     check_str("page", page, nonempty=True)
-    from llmlab.precompute import load_manifest
+    from llmlab.precompute import find_calls, project_root
 
-    manifest = Path(os.environ.get("LLMLAB_MANIFEST", MANIFEST))
-    if cache.cache_dir() is None or not manifest.is_file():
+    root = project_root()
+    docs = Path(os.environ.get("LLMLAB_DOCS") or (root / "docs" if root else "docs"))
+    if cache.cache_dir() is None or not docs.is_dir():
         return table([label("实验", "experiment")],
                      [[label("没有找到结果缓存：先运行 python -m llmlab.precompute",
                              "no result cache found: run python -m llmlab.precompute")]])
     rows, every = [], {}
-    calls = [c for c in load_manifest(manifest) if c.page == page]
+    calls = find_calls(docs, page=page)
     for call in calls:
         seconds: float | None = 0.0
         for fn, kwargs in cache.plan(call.function(), **call.kwargs):
