@@ -1,4 +1,5 @@
-"""Reading the pages' Markdown: fenced code blocks, headings, figures, tables, asides.
+"""Reading the pages' Markdown: front matter, fenced code blocks, headings, figures,
+tables, asides.
 
 Shared by the quality-gate tests (snippets, i18n agreement, prose numbers, links).
 A small line-based reader, enough for this site's Markdown: fences may be indented
@@ -98,8 +99,31 @@ def page_paths(lang: str) -> list[str]:
                   if "notebooks" not in p.relative_to(base).parts)
 
 
+def split_front_matter(text: str, where: str = "") -> tuple[dict, str]:
+    """A page's YAML front matter and its Markdown, split as MkDocs splits them
+    (``mkdocs.utils.meta.get_data``). The front matter's lines are left blank in the
+    Markdown, so that line numbers stay those of the file."""
+    if not text.startswith("---"):
+        return {}, text
+    from mkdocs.utils.meta import get_data
+
+    body, meta = get_data(text)
+    if not meta:  # MkDocs would render the block as Markdown
+        raise ValueError(f"{where}: its leading --- block is not YAML front matter "
+                         "that MkDocs reads (a mapping between two --- lines)")
+    return meta, "\n" * (text.count("\n") - body.count("\n")) + body
+
+
 def read_page(lang: str, rel: str) -> str:
-    return (DOCS / lang / rel).read_text(encoding="utf-8")
+    """The page's Markdown, front matter left out (as MkDocs renders it)."""
+    text = (DOCS / lang / rel).read_text(encoding="utf-8")
+    return split_front_matter(text, f"docs/{lang}/{rel}")[1]
+
+
+def front_matter(lang: str, rel: str) -> dict:
+    """The page's YAML front matter (``{}`` if it has none): MkDocs' ``page.meta``."""
+    text = (DOCS / lang / rel).read_text(encoding="utf-8")
+    return split_front_matter(text, f"docs/{lang}/{rel}")[0]
 
 
 def lecture_pages() -> list[str]:

@@ -7,10 +7,12 @@ reader needs *exist*, from the Markdown:
 
 * the lecture graph: each lecture links to the lectures it builds on and the one
   it leads to (attention-from-scratch -> multihead-transformer-block ->
-  building-blocks -> tokenization -> training, and back);
+  building-blocks -> tokenization -> training -> distributed, and back), as its
+  front matter's ``links_to`` declares;
 * section-level references where a concept is reused, in each language with its
   own anchors (Chinese slugs on zh pages, English slugs on en pages), placed in
-  the section that reuses the concept;
+  the section that reuses the concept, as its front matter's ``section_links``
+  declares;
 * every anchor used by a lecture link is a heading slug of the target page.
 """
 
@@ -21,81 +23,34 @@ import re
 import pytest
 from pymdownx.slugs import slugify
 
-from pages import LANGS, lecture_pages, markdown_links, read_page, strip_code
+from pages import (LANGS, front_matter, lecture_pages, markdown_links, read_page,
+                   strip_code)
 
 SLUG = slugify(case="lower")
 LECTURES = [p.removeprefix("lectures/") for p in lecture_pages()]
 
-# page -> pages it must link to (builds on, leads to)
-GRAPH = {
-    "attention-from-scratch.md": {"multihead-transformer-block.md", "building-blocks.md"},
-    "multihead-transformer-block.md": {"attention-from-scratch.md", "building-blocks.md"},
-    "building-blocks.md": {"attention-from-scratch.md", "multihead-transformer-block.md",
-                           "tokenization.md", "training.md"},
-    "tokenization.md": {"building-blocks.md", "training.md"},
-    "training.md": {"building-blocks.md", "tokenization.md", "distributed.md"},
-    # builds on the model, its parameter counts and the training step
-    "distributed.md": {"building-blocks.md", "multihead-transformer-block.md", "training.md"},
-}
+# Each lecture declares, in its YAML front matter (MkDocs' page.meta, not rendered):
+#   links_to: the lectures it must link to (builds on, leads to), the same in zh and en;
+#   section_links: [heading, "page#anchor"] pairs, in the page's language: the section
+#   under that heading (which reuses a concept) holds that link.
+# A new lecture declares its own; nothing here is edited when one is added.
 
-# (page, section heading that reuses a concept, link target "page#anchor"), per language
-SECTION_LINKS = {
-    "zh": [
-        ("building-blocks.md", "带 RoPE 的因果多头自注意力",
-         "attention-from-scratch.md#7-因果掩码的两种做法"),
-        ("building-blocks.md", "带 RoPE 的因果多头自注意力",
-         "attention-from-scratch.md#11-多头注意力的两种写法"),
-        ("attention-from-scratch.md", "7. 因果掩码的两种做法",
-         "building-blocks.md#带-rope-的因果多头自注意力"),
-        ("building-blocks.md", "LayerNorm 与 RMSNorm",
-         "multihead-transformer-block.md#层归一化"),
-        ("multihead-transformer-block.md", "层归一化",
-         "building-blocks.md#layernorm-与-rmsnorm"),
-        ("multihead-transformer-block.md", "多头注意力",
-         "attention-from-scratch.md#11-多头注意力的两种写法"),
-        ("attention-from-scratch.md", "11. 多头注意力的两种写法",
-         "multihead-transformer-block.md#多头注意力"),
-        ("tokenization.md", "文档边界", "building-blocks.md#线性层与嵌入层"),
-        ("training.md", "数据与训练循环", "building-blocks.md#完整模型"),
-        ("training.md", "数据与训练循环", "tokenization.md#在莎士比亚和唐诗上训练"),
-        ("training.md", "采样：从分布到文字", "tokenization.md#空格大小写数字"),
-        ("training.md", "KV 缓存", "building-blocks.md#带-rope-的因果多头自注意力"),
-        ("distributed.md", "公式：6N + 12·L·d·T", "building-blocks.md#完整模型"),
-        ("distributed.md", "放大到真实的模型",
-         "multihead-transformer-block.md#参数量每块-12d2--13d"),
-        ("distributed.md", "训练一次要花多少", "building-blocks.md#flops-不等于运行时间"),
-    ],
-    "en": [
-        ("building-blocks.md", "Causal multi-head self-attention with RoPE",
-         "attention-from-scratch.md#7-causal-mask-two-ways"),
-        ("building-blocks.md", "Causal multi-head self-attention with RoPE",
-         "attention-from-scratch.md#11-multi-head-two-ways"),
-        ("attention-from-scratch.md", "7. Causal mask, two ways",
-         "building-blocks.md#causal-multi-head-self-attention-with-rope"),
-        ("building-blocks.md", "LayerNorm and RMSNorm",
-         "multihead-transformer-block.md#layer-normalisation"),
-        ("multihead-transformer-block.md", "Layer normalisation",
-         "building-blocks.md#layernorm-and-rmsnorm"),
-        ("multihead-transformer-block.md", "Multi-head attention",
-         "attention-from-scratch.md#11-multi-head-two-ways"),
-        ("attention-from-scratch.md", "11. Multi-head, two ways",
-         "multihead-transformer-block.md#multi-head-attention"),
-        ("tokenization.md", "Document boundaries",
-         "building-blocks.md#linear-and-embedding-layers"),
-        ("training.md", "The data and the loop", "building-blocks.md#the-whole-model"),
-        ("training.md", "The data and the loop",
-         "tokenization.md#training-on-shakespeare-and-the-tang-poems"),
-        ("training.md", "Sampling: from a distribution to text",
-         "tokenization.md#spaces-case-digits"),
-        ("training.md", "The KV cache",
-         "building-blocks.md#causal-multi-head-self-attention-with-rope"),
-        ("distributed.md", "The formula: 6N + 12·L·d·T",
-         "building-blocks.md#the-whole-model"),
-        ("distributed.md", "Scaled up to real models",
-         "multihead-transformer-block.md#parameters-12d2--13d-per-block"),
-        ("distributed.md", "What training costs", "building-blocks.md#flops-are-not-runtime"),
-    ],
-}
+
+def _meta(lang: str, page: str) -> dict:
+    return front_matter(lang, f"lectures/{page}")
+
+
+def _links_to(lang: str, page: str) -> list[str]:
+    return list(_meta(lang, page).get("links_to") or [])
+
+
+def _section_links(lang: str, page: str) -> list[tuple[str, str]]:
+    pairs = _meta(lang, page).get("section_links") or []
+    for pair in pairs:
+        assert (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, str) for x in pair)), (
+            f"{lang}/lectures/{page}: section_links {pair!r} is not [heading, target]")
+    return [tuple(pair) for pair in pairs]
 
 
 def _headings(text: str) -> list[tuple[int, str]]:
@@ -133,27 +88,51 @@ def _lecture_links(lang: str, page: str) -> list[str]:
     return [target for _, target in markdown_links(read_page(lang, f"lectures/{page}"))]
 
 
-def test_the_graph_covers_every_lecture() -> None:
-    assert set(GRAPH) == set(LECTURES), "update GRAPH when a lecture is added"
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("page", LECTURES)
+def test_every_lecture_declares_what_it_links_to(lang: str, page: str) -> None:
+    targets = _links_to(lang, page)
+    where = f"{lang}/lectures/{page}"
+    assert targets, f"{where}: no links_to in its front matter"
+    assert len(set(targets)) == len(targets), f"{where}: links_to repeats a lecture"
+    unknown = sorted(t for t in targets if t not in LECTURES or t == page)
+    assert not unknown, f"{where}: links_to {unknown}: not another lecture"
+
+
+@pytest.mark.parametrize("page", LECTURES)
+def test_both_languages_declare_the_same_links(page: str) -> None:
+    assert _links_to("zh", page) == _links_to("en", page), f"lectures/{page}: links_to"
+    # the headings and anchors are each language's own: the same number of them
+    assert len(_section_links("zh", page)) == len(_section_links("en", page)), (
+        f"lectures/{page}: section_links")
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("page", sorted(GRAPH))
+@pytest.mark.parametrize("page", LECTURES)
 def test_lecture_links_to_what_it_builds_on_and_leads_to(lang: str, page: str) -> None:
     linked = {t.split("#")[0] for t in _lecture_links(lang, page)}
-    missing = GRAPH[page] - linked
+    missing = set(_links_to(lang, page)) - linked
     assert not missing, f"{lang}/lectures/{page} does not link to {sorted(missing)}"
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_reused_concepts_link_to_their_section(lang: str) -> None:
     missing = []
-    for page, heading, target in SECTION_LINKS[lang]:
-        section = _section(read_page(lang, f"lectures/{page}"), heading)
-        if target not in [t for _, t in markdown_links(section)]:
-            missing.append(f"{lang}/lectures/{page} § {heading!r} -> {target}")
+    declared = 0
+    for page in LECTURES:
+        text = read_page(lang, f"lectures/{page}")
+        for heading, target in _section_links(lang, page):
+            declared += 1
+            section = _section(text, heading)
+            if target not in [t for _, t in markdown_links(section)]:
+                missing.append(f"{lang}/lectures/{page} § {heading!r} -> {target}")
+            path, _, anchor = target.partition("#")
+            target_text = read_page(lang, f"lectures/{path}") if path else text
+            if anchor and anchor not in _slugs(target_text):
+                missing.append(f"{lang}/lectures/{page} § {heading!r} -> {target}: "
+                               f"#{anchor} is not a heading of {path or page}")
+    assert declared, f"no {lang} lecture declares section_links"
     assert not missing, "missing cross-references:\n" + "\n".join(missing)
-    assert len(SECTION_LINKS["zh"]) == len(SECTION_LINKS["en"])
 
 
 @pytest.mark.parametrize("lang", LANGS)
