@@ -95,6 +95,7 @@ MISNOMERS = [
     (r"对句(?!子)|合格律", None, "成联 / 五七言 (a line with a comma and a full stop; "
      "halves of five or seven characters)"),
     (r"算力", ["lectures/distributed.md"], "计算量 (a FLOP count)"),
+    (r"学习笔记", None, "a source a reader can open (Raschka's chapter 3)"),
 ]
 
 
