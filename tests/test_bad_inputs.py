@@ -82,7 +82,7 @@ from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.norm import LayerNorm, RMSNorm, rms_norm
 from llmlab.params import count_parameters
 from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
-from llmlab.report.build import computation_table
+from llmlab.precompute import computation_table
 import llmlab.report.diagrams as report_diagrams
 import llmlab.report.distributed as report_dist
 import llmlab.report.tokenization as report_tok
@@ -947,7 +947,7 @@ CASES: list[Case] = [
     case("svg_from_figure of a string", "llmlab.report.svg_from_figure",
          lambda: report.svg_from_figure("fig"), T, "fig",
          r"fig must be a Matplotlib Figure, got str"),
-    case("computation_table page 3", "llmlab.report.build.computation_table",
+    case("computation_table page 3", "llmlab.precompute.computation_table",
          lambda: computation_table(3), T, "page", r"page must be a str"),
     # --- llmlab.report.training / tokenization / distributed / diagrams ---
     case("printable of bytes", "llmlab.report.training.printable",

@@ -12,7 +12,7 @@ import pytest
 
 from llmlab import cache
 from llmlab.experiments import attention, distributed
-from llmlab.report.build import computation_table
+from llmlab.precompute import computation_table
 
 
 def _store(folder: Path, fn, seconds: float, **kwargs) -> None:
