@@ -1,0 +1,37 @@
+"""lectures/training.md: its prose numbers (see tests/prose/__init__.py)."""
+
+from __future__ import annotations
+
+from prose import Assert, Attr, Default
+
+TK = "llmlab.experiments.tokenization"
+TR = "llmlab.experiments.training"
+
+# number as written in the prose -> the guards that keep it true
+GUARDS: dict[str, list[object]] = {
+    # byte-level, the comparison: the vocabulary is the 256 byte values
+    "256": [Attr(f"{TR}:TinyLMSettings", "vocab_size", 256)],
+    # the runs' BPE: the tokenization lecture's 1,000 merges, V = 1,257
+    "1,000": [Default(f"{TK}:run_corpus_training", "num_merges", 1000),
+              Assert("r.num_merges == 1000")],
+    "1,257": [Default(f"{TR}:run_training_run", "vocab_size", 1257),
+              Assert("assert r.settings.vocab_size == 1257")],
+    # the held-out share of each corpus; the attention term of 6ND under 10%
+    "10%": [Default("llmlab.training.data:split_tokens", "validation_fraction", 0.1),
+            Assert("assert abs(r.val_tokens / (r.train_tokens + r.val_tokens) - 0.1)"),
+            Assert("assert share < 0.1")],
+    "5%": [Assert("assert abs(loss - log_v) < 0.05 * log_v")],
+    "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
+    "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
+}
+
+# numbers that are not results: number -> why
+ALLOWED: dict[str, str] = {
+    "2019": "year of a citation (Loshchilov and Hutter)",
+    "0.001": "exercise: a temperature to try",
+    "100": "exercise: a temperature to try",
+    "80": "exercise: Llama 2 70B's layers (published)",
+    "64": "exercise: Llama 2 70B's query heads (published)",
+    "128": "exercise: Llama 2 70B's d_head (published)",
+    "0.9": "exercise: the momentum of torch.optim.SGD to match",
+}
