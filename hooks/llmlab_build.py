@@ -97,8 +97,8 @@ def _start_precompute(config: Any) -> None:
     docs = Path(config.docs_dir)
     examples = docs.parent / "examples"
     try:
-        current = stamp(find_calls(docs, examples), examples)
-    except ValueError as error:  # a call whose arguments are not literals
+        current = stamp(find_calls(docs, examples), examples, docs)
+    except ValueError as error:  # a call not read from its block, a page without a summary
         raise PluginError(str(error)) from None
     STATE["report"] = report_path(STATE["cache"], current)
     os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_DOCS=str(docs))

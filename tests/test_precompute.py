@@ -323,7 +323,7 @@ def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> Non
         assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "up to date" in proc.stdout  # b's run did not replace a's report
     for name in ("a", "b"):
-        current = stamp(find_calls(docs[name], examples), examples)
+        current = stamp(find_calls(docs[name], examples), examples, docs[name])
         report = json.loads(report_path(cache, current).read_text())
         assert list(report["pages"]) == [f"{name}.md"]
 

@@ -51,11 +51,12 @@ from typing import Any
 
 from llmlab import cache
 from llmlab.checks import check_str
+from llmlab.course import contents
 from llmlab.report import Localized, fmt_float, img_tag, label, table
 
 __all__ = ["Call", "compute_experiments", "computation_table", "dependencies", "executed_blocks",
            "experiment_calls", "find_calls", "main", "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
-           "project_root", "report_path", "run_jobs", "split_notebook", "stamp",
+           "home_contents", "project_root", "report_path", "run_jobs", "split_notebook", "stamp",
            "up_to_date"]
 
 LANGUAGES = ("zh", "en")
@@ -302,9 +303,21 @@ def notebooks(examples: str | Path) -> list[Path]:
             if path.read_text(encoding="utf-8").startswith("# ---\n# jupyter:")]
 
 
-def stamp(calls: list[Call], examples: str | Path) -> str:
+def home_contents(docs: str | Path) -> dict[str, str]:
+    """Per language, the home page's list of lectures (:func:`llmlab.course.contents`)
+    when ``docs`` sits beside the site's ``mkdocs.yml``; else nothing."""
+    root = Path(docs).parent
+    if not (root / "mkdocs.yml").is_file():
+        return {}
+    listed = contents(root)
+    return {lang: listed.render(lang) + "\n" for lang in LANGUAGES}
+
+
+def stamp(calls: list[Call], examples: str | Path, docs: str | Path | None = None) -> str:
     """Hash of everything a run depends on; equal to the last run's: nothing to do."""
     digest = hashlib.sha256(cache.source_hash().encode())
+    if docs is not None:
+        digest.update(json.dumps(home_contents(docs), sort_keys=True).encode())
     for call in calls:
         digest.update(f"{call.page}\0{call.text}\0{sorted(call.kwargs.items())!r}\n".encode())
     for path in notebooks(examples):
@@ -794,6 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LLMLAB_CACHE_MISS"] = "error"  # notebooks too: only what was found
     try:
         calls = find_calls(docs, examples)
+        home = home_contents(docs)
     except (ValueError, SyntaxError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.list:
@@ -801,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{call.page}: {call.text}")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
-    current = stamp(calls, examples)
+    current = stamp(calls, examples, docs)
     if up_to_date(folder, current):
         _say(f"up to date ({folder})")
         return 0
@@ -827,6 +841,12 @@ def main(argv: list[str] | None = None) -> int:
     done, planned = compute_experiments(calls, args.workers, examples, started, finished)
     books = run_notebooks(examples, {job["name"]: job["seconds"]
                                      for job in done if "notebook" in job})
+    for lang, text in home.items():  # the home page includes it (pymdownx.snippets)
+        path = folder / "site" / lang / "contents.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
     done = [job for job in done if "notebook" not in job]
     seconds = {job["key"]: job["seconds"] for job in done}
     pages: dict[str, list[dict[str, Any]]] = {}
@@ -838,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
     outputs = sorted({f"{j['key']}.pkl" for jobs in planned for j in jobs}
                      | {f"notebooks/{b['file']}" for b in books}
                      | {f"site/{lang}/notebooks/{Path(b['notebook']).stem}{suffix}"
-                        for b in books for lang in LANGUAGES for suffix in (".md", ".ipynb", ".py")})
+                        for b in books for lang in LANGUAGES for suffix in (".md", ".ipynb", ".py")}
+                     | {f"site/{lang}/contents.md" for lang in home})
     report = {"stamp": current, "wall_seconds": time.perf_counter() - start,
               "main_cpu_seconds": time.process_time() - cpu, "workers": args.workers,
               "jobs": done, "notebooks": books, "pages": pages,

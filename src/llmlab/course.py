@@ -1,0 +1,112 @@
+"""The course's table of contents, read from the site's own files.
+
+The order is the site's navigation (``nav`` in ``mkdocs.yml``); a page's title
+is its first heading and its summary the ``summary:`` of its front matter, each
+in the page's own language. So the home page lists a new lecture once its pages
+and its line in ``nav`` exist, and never a title the page no longer has.
+``python -m llmlab.precompute`` writes the list for the home pages.
+
+Taught on: the home page ("Lectures").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from llmlab.checks import check_type
+from llmlab.report import LANGUAGES, Localized
+
+__all__ = ["CoursePage", "contents", "course_pages"]
+
+SECTIONS = ("lectures/", "reference/")  # what the list shows; notebooks have their own
+
+
+@dataclass(frozen=True)
+class CoursePage:
+    """A page of the course: its path under ``docs/<lang>/``, and per language its
+    title and one-sentence summary."""
+
+    path: str
+    title: dict[str, str]
+    summary: dict[str, str]
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml without running its ``!!python/name:`` and ``!ENV`` tags."""
+
+
+_ConfigLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+_ConfigLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda l, s, n: None)
+
+
+def _nav_paths(nav: object) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [p for item in nav for p in _nav_paths(item)]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in _nav_paths(value)]
+    return []
+
+
+def _front_matter(text: str, where: Path) -> tuple[dict, str]:
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise ValueError(f"{where}: front matter opened with --- is never closed")
+    meta = yaml.safe_load(text[4:end]) or {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: front matter must be a mapping, got {type(meta).__name__}")
+    return meta, text[end + 5:]
+
+
+def _title(body: str, where: Path) -> str:
+    for line in body.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    raise ValueError(f"{where}: no '# ' title line")
+
+
+def course_pages(root: str | Path) -> list[CoursePage]:
+    """The lectures and reference pages of the course in ``root`` (the folder
+    holding ``mkdocs.yml`` and ``docs/``), in the order of the site's navigation."""
+    check_type("root", root, (str, Path), expected="a folder (str or Path)")
+    root = Path(root)
+    config = root / "mkdocs.yml"
+    if not config.is_file():
+        raise ValueError(f"root must be the course's folder (with mkdocs.yml), got {root}")
+    nav = yaml.load(config.read_text(encoding="utf-8"), Loader=_ConfigLoader).get("nav")
+    pages = []
+    for path in _nav_paths(nav):
+        if not path.startswith(SECTIONS):
+            continue
+        titles, summaries = {}, {}
+        for lang in LANGUAGES:
+            where = root / "docs" / lang / path
+            meta, body = _front_matter(where.read_text(encoding="utf-8"), where)
+            if not isinstance(meta.get("summary"), str) or not meta["summary"].strip():
+                raise ValueError(f"{where}: front matter needs a summary: one sentence "
+                                 "that the home page lists under the title")
+            titles[lang], summaries[lang] = _title(body, where), meta["summary"].strip()
+        pages.append(CoursePage(path, titles, summaries))
+    return pages
+
+
+def contents(root: str | Path) -> Localized:
+    """The home page's numbered list: each page's title, linked, and its summary.
+
+    ``python -m llmlab.precompute`` writes it, per language, where the home
+    pages include it (``--8<-- "zh/contents.md"``), so MkDocs checks its links as
+    it checks every page's."""
+    pages = course_pages(root)
+    sep = {"zh": "：", "en": ": "}
+
+    def make(lang: str) -> str:
+        return "\n".join(f"{i}. [{p.title[lang]}]({p.path}){sep[lang]}{p.summary[lang]}"
+                         for i, p in enumerate(pages, 1))
+
+    return Localized(make)
