@@ -25,6 +25,7 @@ from llmlab import data, provenance
 from llmlab.functional import causal_mask, scaled_dot_product_attention, softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.params import count_parameters
+from llmlab import course
 from llmlab.precompute import computation_table
 
 from bad_inputs import NAN, T, V, Case, case, _gpt2_lm, _ids, _llama_lm, _x
@@ -431,6 +432,14 @@ CASES: list[Case] = [
          r"fig must be a Matplotlib Figure, got str"),
     case("computation_table page 3", "llmlab.precompute.computation_table",
          lambda: computation_table(3), T, "page", r"page must be a str"),
+    # --- llmlab.course --------------------------------------------------------------
+    case("course_pages of a number", "llmlab.course.course_pages",
+         lambda: course.course_pages(3), T, "root", r"root must be a folder \(str or Path\)"),
+    case("course_pages outside a course", "llmlab.course.course_pages",
+         lambda: course.course_pages("/"), V, "root",
+         r"root must be the course's folder \(with mkdocs.yml\), got /"),
+    case("contents of a number", "llmlab.course.contents",
+         lambda: course.contents(3), T, "root", r"root must be a folder"),
     # --- llmlab.report.diagrams ----------------------------------------------------
     case("Diagram of an SVG string", "llmlab.report.diagrams.Diagram",
          lambda: report_diagrams.Diagram("<svg/>", report.label("图", "figure"), {}), T,

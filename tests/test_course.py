@@ -1,0 +1,54 @@
+"""llmlab.course: the home page's list of lectures, made from the site's own files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmlab import course
+from pages import ROOT, read_page
+
+
+def _course(root: Path, pages: dict[str, tuple[str, str | None]], nav: list[str]) -> Path:
+    """A course in miniature: ``pages`` maps a path to (title, summary or None)."""
+    nav_lines = "\n".join(f"      - {p}" for p in nav)
+    (root / "mkdocs.yml").parent.mkdir(parents=True, exist_ok=True)
+    (root / "mkdocs.yml").write_text(
+        "site_name: x\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+        f"nav:\n  - index.md\n  - 讲义:\n{nav_lines}\n", encoding="utf-8")
+    for lang in ("zh", "en"):
+        for path, (title, summary) in pages.items():
+            page = root / "docs" / lang / path
+            page.parent.mkdir(parents=True, exist_ok=True)
+            meta = f"---\nsummary: {summary} ({lang})\n---\n\n" if summary else ""
+            page.write_text(f"{meta}# {title} {lang}\n\ntext\n", encoding="utf-8")
+    return root
+
+
+def test_the_list_follows_the_navigation_in_each_language(tmp_path: Path) -> None:
+    root = _course(tmp_path, {"lectures/a.md": ("A", "first"), "lectures/b.md": ("B", "second"),
+                              "lectures/draft.md": ("D", None)},
+                   nav=["lectures/b.md", "lectures/a.md"])  # a page not in nav: not listed
+    listed = course.contents(root)
+    assert listed.render("zh") == ("1. [B zh](lectures/b.md)：second (zh)\n"
+                                   "2. [A zh](lectures/a.md)：first (zh)")
+    assert listed.render("en") == ("1. [B en](lectures/b.md): second (en)\n"
+                                   "2. [A en](lectures/a.md): first (en)")
+
+
+def test_a_listed_page_without_a_summary_is_refused_naming_it(tmp_path: Path) -> None:
+    root = _course(tmp_path, {"lectures/a.md": ("A", None)}, nav=["lectures/a.md"])
+    with pytest.raises(ValueError, match=r"zh/lectures/a\.md: front matter needs a summary"):
+        course.course_pages(root)
+
+
+def test_the_course_lists_every_lecture_with_its_own_title() -> None:
+    pages = course.course_pages(ROOT)
+    lectures = [p.path for p in pages if p.path.startswith("lectures/")]
+    assert len(lectures) >= 6 and pages[-1].path == "reference/glossary.md"
+    for page in pages:
+        for lang in ("zh", "en"):
+            assert f"\n# {page.title[lang]}\n" in "\n" + read_page(lang, page.path)
+        assert page.summary["zh"] != page.summary["en"]  # each in its own language
