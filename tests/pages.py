@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmlab.course import split_front_matter
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
@@ -97,21 +99,6 @@ def page_paths(lang: str) -> list[str]:
     base = DOCS / lang
     return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.md")
                   if "notebooks" not in p.relative_to(base).parts)
-
-
-def split_front_matter(text: str, where: str = "") -> tuple[dict, str]:
-    """A page's YAML front matter and its Markdown, split as MkDocs splits them
-    (``mkdocs.utils.meta.get_data``). The front matter's lines are left blank in the
-    Markdown, so that line numbers stay those of the file."""
-    if not text.startswith("---"):
-        return {}, text
-    from mkdocs.utils.meta import get_data
-
-    body, meta = get_data(text)
-    if not meta:  # MkDocs would render the block as Markdown
-        raise ValueError(f"{where}: its leading --- block is not YAML front matter "
-                         "that MkDocs reads (a mapping between two --- lines)")
-    return meta, "\n" * (text.count("\n") - body.count("\n")) + body
 
 
 def read_page(lang: str, rel: str) -> str:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from mkdocs.utils.meta import get_data
 
 from llmlab.checks import check_type
 from llmlab.report import LANGUAGES, Localized
 
-__all__ = ["CoursePage", "contents", "course_pages"]
+__all__ = ["CoursePage", "contents", "course_pages", "split_front_matter"]
 
 SECTIONS = ("lectures/", "reference/")  # what the list shows; notebooks have their own
 
@@ -52,16 +53,19 @@ def _nav_paths(nav: object) -> list[str]:
     return []
 
 
-def _front_matter(text: str, where: Path) -> tuple[dict, str]:
-    if not text.startswith("---\n"):
+def split_front_matter(text: str, where: str = "") -> tuple[dict, str]:
+    """A page's YAML front matter and its Markdown, split as MkDocs splits them
+    (``mkdocs.utils.meta.get_data``). The front matter's lines are left blank in the
+    Markdown, so that line numbers stay those of the file; ``where`` names the page
+    in the error a leading ``---`` block that MkDocs would not read raises."""
+    check_type("text", text, str)
+    if not text.startswith("---"):
         return {}, text
-    end = text.find("\n---\n", 4)
-    if end < 0:
-        raise ValueError(f"{where}: front matter opened with --- is never closed")
-    meta = yaml.safe_load(text[4:end]) or {}
-    if not isinstance(meta, dict):
-        raise ValueError(f"{where}: front matter must be a mapping, got {type(meta).__name__}")
-    return meta, text[end + 5:]
+    body, meta = get_data(text)
+    if not meta:  # MkDocs would render the block as Markdown
+        raise ValueError(f"{where}: its leading --- block is not YAML front matter "
+                         "that MkDocs reads (a mapping between two --- lines)")
+    return meta, "\n" * (text.count("\n") - body.count("\n")) + body
 
 
 def _title(body: str, where: Path) -> str:
@@ -87,7 +91,7 @@ def course_pages(root: str | Path) -> list[CoursePage]:
         titles, summaries = {}, {}
         for lang in LANGUAGES:
             where = root / "docs" / lang / path
-            meta, body = _front_matter(where.read_text(encoding="utf-8"), where)
+            meta, body = split_front_matter(where.read_text(encoding="utf-8"), str(where))
             if not isinstance(meta.get("summary"), str) or not meta["summary"].strip():
                 raise ValueError(f"{where}: front matter needs a summary: one sentence "
                                  "that the home page lists under the title")

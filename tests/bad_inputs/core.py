@@ -438,6 +438,11 @@ CASES: list[Case] = [
     case("course_pages outside a course", "llmlab.course.course_pages",
          lambda: course.course_pages("/"), V, "root",
          r"root must be the course's folder \(with mkdocs.yml\), got /"),
+    case("split_front_matter of bytes", "llmlab.course.split_front_matter",
+         lambda: course.split_front_matter(b"---"), T, "text", r"text must be a str"),
+    case("split_front_matter of a --- line", "llmlab.course.split_front_matter",
+         lambda: course.split_front_matter("---\n# a title\n", "x.md"), V, "x.md",
+         r"x.md: its leading --- block is not YAML front matter"),
     case("contents of a number", "llmlab.course.contents",
          lambda: course.contents(3), T, "root", r"root must be a folder"),
     # --- llmlab.report.diagrams ----------------------------------------------------
