@@ -92,12 +92,14 @@ def _start_precompute(config: Any) -> None:
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
-    from llmlab.precompute import find_calls, report_path, stamp, up_to_date
+    from llmlab.precompute import (find_calls, home_contents, report_path, stamp,
+                                   up_to_date, write_home_contents)
 
     docs = Path(config.docs_dir)
     examples = docs.parent / "examples"
     try:
         current = stamp(find_calls(docs, examples), examples, docs)
+        write_home_contents(STATE["cache"], home_contents(docs))  # the home page's, now
     except ValueError as error:  # a call not read from its block, a page without a summary
         raise PluginError(str(error)) from None
     STATE["report"] = report_path(STATE["cache"], current)

@@ -56,7 +56,7 @@ from llmlab.report import Localized, fmt_float, img_tag, label, table
 
 __all__ = ["Call", "compute_experiments", "computation_table", "dependencies", "executed_blocks",
            "experiment_calls", "find_calls", "main", "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
-           "home_contents", "project_root", "report_path", "run_jobs", "split_notebook", "stamp",
+           "home_contents", "project_root", "write_home_contents", "report_path", "run_jobs", "split_notebook", "stamp",
            "up_to_date"]
 
 LANGUAGES = ("zh", "en")
@@ -311,6 +311,17 @@ def home_contents(docs: str | Path) -> dict[str, str]:
         return {}
     listed = contents(root)
     return {lang: listed.render(lang) + "\n" for lang in LANGUAGES}
+
+
+def write_home_contents(folder: str | Path, home: dict[str, str]) -> None:
+    """Write :func:`home_contents` where the home pages include it
+    (``<cache>/site/<lang>/contents.md``, pymdownx.snippets), each file whole."""
+    for lang, text in home.items():
+        path = Path(folder) / "site" / lang / "contents.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
 
 
 def stamp(calls: list[Call], examples: str | Path, docs: str | Path | None = None) -> str:
@@ -815,6 +826,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{call.page}: {call.text}")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
+    write_home_contents(folder, home)  # first: it needs no result, and is the first page's
     current = stamp(calls, examples, docs)
     if up_to_date(folder, current):
         _say(f"up to date ({folder})")
@@ -841,12 +853,6 @@ def main(argv: list[str] | None = None) -> int:
     done, planned = compute_experiments(calls, args.workers, examples, started, finished)
     books = run_notebooks(examples, {job["name"]: job["seconds"]
                                      for job in done if "notebook" in job})
-    for lang, text in home.items():  # the home page includes it (pymdownx.snippets)
-        path = folder / "site" / lang / "contents.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
     done = [job for job in done if "notebook" not in job]
     seconds = {job["key"]: job["seconds"] for job in done}
     pages: dict[str, list[dict[str, Any]]] = {}
