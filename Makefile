@@ -13,7 +13,7 @@ export NO_MKDOCS_2_WARNING ?= 1
 # Progress lines show as they happen, in a terminal, a pipe or a log.
 export PYTHONUNBUFFERED ?= 1
 
-.PHONY: setup fonts serve build build-zh test test-fast browser-deps bench lock clean
+.PHONY: setup fonts serve build build-zh build-zensical test test-fast browser-deps bench lock clean
 
 # Announces each step; keeps a torch already in .venv; CPU torch on Linux.
 $(STAMP): pyproject.toml requirements/lock.txt requirements/torch.txt scripts/setup-venv.sh
@@ -43,6 +43,13 @@ build-zh: fonts
 	$(BIN)/python -m llmlab.precompute
 	LLMLAB_BUILD_EN=false $(BIN)/mkdocs build
 
+# Informational: the same site under Zensical, Material's successor, in .venv-zensical
+# (its current release; site-zensical/). Not part of build or test: what it shows and
+# the plan for Material's end of life are in CONTRIBUTING.md, "Zensical".
+build-zensical: fonts
+	$(BIN)/python -m llmlab.precompute
+	@VENV=$(VENV) bash scripts/build-zensical.sh
+
 browser-deps:
 	@bash scripts/ensure-chromium.sh
 
@@ -71,4 +78,4 @@ lock:
 	mv requirements/lock.new requirements/lock.txt && rm -rf .venv-lock
 
 clean:
-	rm -rf site .cache test-artifacts
+	rm -rf site site-zensical .cache test-artifacts
