@@ -132,6 +132,26 @@ def _single_process(steps: int, batch_size: int) -> tuple[list[float], dict, dic
     return record.losses, grads, final
 
 
+def _spy_on_train(strategy: str, batch_size: int) -> tuple[list, list[float], list]:
+    """One rank of ``ddp_train`` or ``fsdp_train`` with ``llmlab.training.train``
+    wrapped, in this rank only, to record each call's ``batch_rows`` and its result."""
+    import llmlab.distributed as distributed
+    import llmlab.training.loop as loop
+
+    calls, records = [], []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("batch_rows"))
+        records.append(loop.train(*args, **kwargs))
+        return records[-1]
+
+    distributed.train = spy
+    result = distributed.train_rank(CONFIG, DATA, strategy=strategy, steps=2,
+                                    batch_size=batch_size,
+                                    context_length=CONFIG.context_length, lr=LR)
+    return calls, result.local_losses, [r.losses for r in records]
+
+
 def _descendants() -> list[psutil.Process]:
     """Child processes still running, but the fork servers (launch()'s, which lives as
     long as this process, and multiprocessing's) and multiprocessing's tracker: the
@@ -350,6 +370,17 @@ def test_fsdp_halves_what_each_rank_holds_and_matches_ddp():
         for name, p in final.items():
             torch.testing.assert_close(r.final_parameters[name], p, **AFTER_ADAMW)
     assert fsdp[0].grad_norms == pytest.approx(fsdp[1].grad_norms)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_every_rank_trains_with_the_courses_train_on_its_rows(strategy):
+    """One training loop: a rank calls llmlab.training.train once, with its rows of
+    the batch, and returns what train recorded (it fails if the distributed path
+    runs a loop of its own)."""
+    ranks = launch(_spy_on_train, (strategy, 8), world_size=2, timeout=120)
+    for rank, (calls, local_losses, recorded) in enumerate(ranks):
+        assert calls == [slice(4 * rank, 4 * rank + 4)]
+        assert recorded == [local_losses] and len(local_losses) == 2
 
 
 def test_the_comm_hook_averages_like_ddp_and_times_each_bucket():

@@ -1,8 +1,7 @@
 """Training on several processes with ``torch.distributed``: DDP and FSDP.
 
-The course's own training step (``get_batch``, ``cross_entropy``,
-``gradient_clipping``, ``AdamW``) runs unchanged on every rank; PyTorch's
-distributed engine does the rest.
+The course's own training loop, ``llmlab.training.train``, runs unchanged on every
+rank, each on its share of every batch; PyTorch's distributed engine does the rest.
 
 * :func:`launch` runs a function on ``world_size`` local processes (new
   interpreters, as ``torchrun`` starts them) with a process group set up (gloo on
@@ -15,7 +14,8 @@ distributed engine does the rest.
 * :func:`wrap_ddp` (``DistributedDataParallel``: every rank holds everything, the
   gradients are averaged) and :func:`shard_fsdp` (``fully_shard``: every rank
   holds ``1/world_size`` of the parameters, gradients and optimizer state).
-* :func:`distributed_train` is the training loop on one rank;
+* :func:`distributed_train` runs ``train`` on one rank (its rows of each batch,
+  the loss averaged across ranks);
   :func:`ddp_train` and :func:`fsdp_train` launch it and return every rank's
   :class:`RankTrainResult`.
 * :class:`AllReduceTimer` (a DDP communication hook) and
@@ -63,9 +63,8 @@ from llmlab.checks import (
 )
 from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
 from llmlab.models.llama import LlamaConfig, TransformerLM
-from llmlab.training.data import get_batch
-from llmlab.training.loss import cross_entropy
-from llmlab.training.optim import AdamW, gradient_clipping
+from llmlab.training.loop import TrainEvent, train
+from llmlab.training.optim import AdamW
 
 __all__ = [
     "BACKENDS",
@@ -790,7 +789,7 @@ def shard_fsdp(model: nn.Module) -> nn.Module:
 
 
 # --------------------------------------------------------------------------
-# the training loop on one rank
+# training: llmlab.training.train on every rank
 # --------------------------------------------------------------------------
 @dataclasses.dataclass
 class RankTrainResult:
@@ -896,14 +895,16 @@ def distributed_train(
     seed: int = 0,
     strategy: str = "none",
 ) -> RankTrainResult:
-    """The training loop of ``llmlab.training.train``, on one rank of a group.
+    """``llmlab.training.train`` on one rank of a group, on its share of each batch.
 
     Every rank draws the same global batch of ``batch_size`` windows (one
     generator seeded with ``seed`` on every rank, so the batches are those of a
     single-process ``train`` with the same seed) and keeps its share: rows
-    ``rank · b .. (rank + 1) · b`` with ``b = batch_size / world_size``. The mean
-    of the ranks' mean losses is then the loss of the whole batch, and the
-    average of their gradients (what DDP's all-reduce computes) is its gradient.
+    ``rank · b .. (rank + 1) · b`` with ``b = batch_size / world_size``
+    (``train``'s ``batch_rows``). The mean of the ranks' mean losses is then the
+    loss of the whole batch, and the average of their gradients (what DDP's
+    all-reduce computes) is its gradient. ``train`` checks the arguments it
+    shares with this function.
 
     Args:
         model: Wrapped by :func:`wrap_ddp` or sharded by :func:`shard_fsdp`.
@@ -919,62 +920,41 @@ def distributed_train(
 
     Taught on: "Where the compute and the memory go".
     """
-    check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    check_type("optimizer", optimizer, torch.optim.Optimizer,
-               expected="a torch.optim.Optimizer")
-    check_int("steps", steps)
-    check_int("batch_size", batch_size)
-    check_int("context_length", context_length)
-    _check_train_data(train_data, context_length)
-    if lr_schedule is not None:
-        check_callable("lr_schedule", lr_schedule)
-    _check_max_grad_norm(max_grad_norm)
-    check_int("seed", seed, minimum=0)
     check_str("strategy", strategy)
     if not dist.is_initialized():
         raise RuntimeError("no process group: call init_distributed() first, or run "
                            "under launch() or torchrun")
     rank, world = dist.get_rank(), dist.get_world_size()
-    if batch_size % world:
-        raise ValueError(f"batch_size ({batch_size}) must be a multiple of the world "
-                         f"size ({world}): every rank takes an equal share")
-    device = next(model.parameters()).device
+    _check_batch_share(batch_size, world)
     share = batch_size // world
-    generator = torch.Generator().manual_seed(seed)  # the same stream on every rank
-    losses, local_losses, norms = [], [], []
+    losses: list[float] = []
     first_gradients: dict[str, Tensor] = {}
-    start = time.perf_counter()
-    model.train()
-    for it in range(steps):
-        if lr_schedule is not None:
-            for group in optimizer.param_groups:
-                group["lr"] = lr_schedule(it)
-        # the global batch, then this rank's rows of it
-        inputs, targets = get_batch(train_data, batch_size, context_length, device,
-                                    generator)  # (B, T) each, equal on every rank
-        rows = slice(rank * share, (rank + 1) * share)
-        inputs, targets = inputs[rows], targets[rows]  # (B / world, T)
-        loss = cross_entropy(model(inputs), targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # DDP: all-reduce (average); FSDP: reduce-scatter
-        if it == 0:
-            first_gradients = {name: _full(p.grad)
-                               for name, p in _named_parameters(model)}
-        if max_grad_norm is not None:
-            norms.append(gradient_clipping(model.parameters(), max_grad_norm))
-        optimizer.step()
-        # the whole batch's loss: the average of the ranks' losses
-        whole = loss.detach().clone()
+
+    def keep_first_gradients(iteration: int) -> None:
+        if iteration == 0:  # after DDP's all-reduce (FSDP's reduce-scatter)
+            first_gradients.update((name, _full(p.grad))
+                                   for name, p in _named_parameters(model))
+
+    def average_loss(event: TrainEvent) -> None:
+        # the whole batch's loss: the average of the ranks' losses (summed in the
+        # loss's dtype: cross_entropy computes fp16 and bf16 in float32)
+        p = next(model.parameters())
+        whole = torch.tensor(event.loss, device=p.device,
+                             dtype=torch.promote_types(p.dtype, torch.float32))
         dist.all_reduce(whole)
         losses.append(whole.item() / world)
-        local_losses.append(loss.item())
-    seconds = time.perf_counter() - start
+
+    record = train(model, optimizer, train_data, steps=steps, batch_size=batch_size,
+                   context_length=context_length, lr_schedule=lr_schedule,
+                   max_grad_norm=max_grad_norm, seed=seed,
+                   batch_rows=slice(rank * share, (rank + 1) * share),
+                   after_backward=keep_first_gradients, callback=average_loss)
     final = {name: _full(p) for name, p in _named_parameters(model)}
     return RankTrainResult(rank, world, dist.get_backend(), strategy, losses,
-                           local_losses, norms, first_gradients, final,
+                           record.losses, record.grad_norms, first_gradients, final,
                            parameter_bytes(model), gradient_bytes(model),
                            optimizer_state_bytes(optimizer),
-                           type(next(model.parameters())).__name__, seconds)
+                           type(next(model.parameters())).__name__, record.seconds)
 
 
 def train_rank(
