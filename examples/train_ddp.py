@@ -13,7 +13,8 @@ of byte-level Shakespeare with the course's training loop, ``llmlab.training.tra
 (``distributed_train`` runs it on the rank's rows), and our ``AdamW``; each prints its
 losses. Rank 0 then trains the same model on the whole batches alone, with ``train``
 itself, and prints whether the two runs agree and whether every rank ends with the
-same weights. The exit status is 1 if they do not.
+same weights. The exit status is 1 if they do not. (``parallel_train``, in
+``llmlab.distributed``, trains on local processes it starts itself, with DDP or FSDP.)
 
 This is a program (it prints); it is not a notebook page.
 """
