@@ -8,12 +8,13 @@
 
 The same script, unchanged, on CPUs and GPUs: the backend is NCCL when every
 process has a GPU and gloo otherwise (``--device cpu`` forces gloo). Each rank
-trains on its share of every batch of byte-level Shakespeare with the course's
-training step (``get_batch``, ``cross_entropy``, ``gradient_clipping``, our
-``AdamW``) wrapped in ``DistributedDataParallel``; each prints its losses. Rank 0
-then trains the same model on the whole batches alone, with ``llmlab.training.train``,
-and prints whether the two runs agree and whether every rank ends with the same
-weights. The exit status is 1 if they do not.
+trains the model wrapped in ``DistributedDataParallel`` on its share of every batch
+of byte-level Shakespeare with the course's training loop, ``llmlab.training.train``
+(``distributed_train`` runs it on the rank's rows), and our ``AdamW``; each prints its
+losses. Rank 0 then trains the same model on the whole batches alone, with ``train``
+itself, and prints whether the two runs agree and whether every rank ends with the
+same weights. The exit status is 1 if they do not. (``parallel_train``, in
+``llmlab.distributed``, trains on local processes it starts itself, with DDP or FSDP.)
 
 This is a program (it prints); it is not a notebook page.
 """

@@ -30,10 +30,9 @@ from llmlab.distributed import (
     AllReduceTimer,
     WorkerError,
     all_reduce_seconds,
-    ddp_train,
-    fsdp_train,
     init_distributed,
     launch,
+    parallel_train,
     resolve_backend,
     shard_fsdp,
     wrap_ddp,
@@ -50,7 +49,7 @@ CONFIG = LlamaConfig(vocab_size=64, context_length=16, d_model=32, num_layers=2,
                      num_heads=2, d_ff=64)
 DATA = np.random.default_rng(0).integers(0, CONFIG.vocab_size, 4096).astype(np.int64)
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
-LR = 1e-3  # ddp_train's and fsdp_train's default, and the single process's below
+LR = 1e-3  # parallel_train's default, and the single process's below
 # AdamW moves each weight by about lr a step, whatever its gradient's size: where a
 # gradient is near zero, a difference in its last bits (the all-reduce sums in
 # another order) moves the weight by a fraction of lr. Not averaging at all moves
@@ -130,6 +129,27 @@ def _single_process(steps: int, batch_size: int) -> tuple[list[float], dict, dic
                    batch_size=batch_size, seed=0)
     final = {n: p.detach().clone() for n, p in model.named_parameters()}
     return record.losses, grads, final
+
+
+def _spy_on_train(strategy: str, batch_size: int) -> tuple[list, list[float], list]:
+    """One rank of ``parallel_train`` with ``llmlab.training.train`` wrapped, in this
+    rank only, to record each call's ``batch_rows`` and its result."""
+    import llmlab.distributed as distributed
+    import llmlab.training.loop as loop
+
+    calls, records = [], []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("batch_rows"))
+        records.append(loop.train(*args, **kwargs))
+        return records[-1]
+
+    distributed.train = spy
+    result = distributed._train_rank(
+        CONFIG, DATA, strategy=strategy, steps=2, batch_size=batch_size,
+        context_length=CONFIG.context_length, lr=LR, weight_decay=0.01,
+        max_grad_norm=1.0, seed=0)
+    return calls, result.local_losses, [r.losses for r in records]
 
 
 def _descendants() -> list[psutil.Process]:
@@ -316,7 +336,8 @@ def test_a_guarded_script_launches_a_function_of_its_own(tmp_path):
 # --------------------------------------------------------------------------
 def test_ddp_gradients_and_losses_equal_one_process_on_the_whole_batch():
     steps, batch = 3, 8
-    ranks = ddp_train(CONFIG, DATA, world_size=2, steps=steps, batch_size=batch)
+    ranks = parallel_train(CONFIG, DATA, strategy="ddp", world_size=2, steps=steps,
+                           batch_size=batch)
     losses, grads, final = _single_process(steps, batch)
     for r in ranks:
         assert (r.strategy, r.backend, r.world_size) == ("ddp", "gloo", 2)
@@ -337,7 +358,8 @@ def test_ddp_gradients_and_losses_equal_one_process_on_the_whole_batch():
 
 def test_fsdp_halves_what_each_rank_holds_and_matches_ddp():
     steps, batch = 3, 8
-    fsdp = fsdp_train(CONFIG, DATA, world_size=2, steps=steps, batch_size=batch)
+    fsdp = parallel_train(CONFIG, DATA, strategy="fsdp", world_size=2, steps=steps,
+                          batch_size=batch)
     losses, grads, final = _single_process(steps, batch)
     n = CONFIG.parameter_count()  # every dimension is even: exact halves
     for r in fsdp:
@@ -350,6 +372,35 @@ def test_fsdp_halves_what_each_rank_holds_and_matches_ddp():
         for name, p in final.items():
             torch.testing.assert_close(r.final_parameters[name], p, **AFTER_ADAMW)
     assert fsdp[0].grad_norms == pytest.approx(fsdp[1].grad_norms)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_every_rank_trains_with_the_courses_train_on_its_rows(strategy):
+    """One training loop: a rank of parallel_train calls llmlab.training.train once, with
+    its rows of the batch, and returns what train recorded (it fails if the distributed
+    path runs a loop of its own)."""
+    ranks = launch(_spy_on_train, (strategy, 8), world_size=2, timeout=120)
+    for rank, (calls, local_losses, recorded) in enumerate(ranks):
+        assert calls == [slice(4 * rank, 4 * rank + 4)]
+        assert recorded == [local_losses] and len(local_losses) == 2
+
+
+def test_parallel_train_launches_those_ranks_with_its_checked_arguments(monkeypatch):
+    import llmlab.distributed as distributed
+
+    seen = {}
+
+    def no_processes(fn, args=(), kwargs=None, **options):
+        seen.update(fn=fn, kwargs=kwargs, options=options)
+        return []
+
+    monkeypatch.setattr(distributed, "launch", no_processes)
+    parallel_train(CONFIG, DATA, strategy="fsdp", world_size=4, steps=2, batch_size=8)
+    assert seen["fn"] is distributed._train_rank  # the function spied on above
+    assert seen["kwargs"] == dict(strategy="fsdp", steps=2, batch_size=8,
+                                  context_length=CONFIG.context_length, lr=LR,
+                                  weight_decay=0.01, max_grad_norm=1.0, seed=0)
+    assert seen["options"] == dict(world_size=4, backend="auto", timeout=120.0)
 
 
 def test_the_comm_hook_averages_like_ddp_and_times_each_bucket():
@@ -457,14 +508,22 @@ def test_the_example_runs_under_torchrun_and_alone(launcher, nproc):
      else resolve_backend("nccl", 10**6), ValueError, "nccl"),
     (lambda: init_distributed(timeout=0), ValueError, "timeout"),
     (lambda: wrap_ddp("model"), TypeError, "model"),
-    (lambda: ddp_train(CONFIG, DATA, world_size=2, batch_size=3), ValueError,
+    (lambda: parallel_train(CONFIG, DATA, world_size=2, batch_size=3), ValueError,
      "batch_size"),
-    (lambda: ddp_train(CONFIG, DATA, world_size=0), ValueError, "world_size"),
-    (lambda: ddp_train({"d_model": 32}, DATA), TypeError, "config"),
-    (lambda: ddp_train(CONFIG, DATA[:10]), ValueError, "train_data"),
-    (lambda: fsdp_train(CONFIG, DATA, context_length=99), ValueError, "context_length"),
-    (lambda: fsdp_train(CONFIG, DATA, steps=0), ValueError, "steps"),
-    (lambda: fsdp_train(CONFIG, DATA, timeout=0.0), ValueError, "timeout"),
+    (lambda: parallel_train(CONFIG, DATA, world_size=0), ValueError, "world_size"),
+    (lambda: parallel_train({"d_model": 32}, DATA), TypeError, "config"),
+    (lambda: parallel_train(CONFIG, DATA[:10]), ValueError, "train_data"),
+    (lambda: parallel_train(CONFIG, DATA, strategy="zero"), ValueError, "strategy"),
+    (lambda: parallel_train(CONFIG, DATA, strategy=None), TypeError, "strategy"),
+    (lambda: parallel_train(CONFIG, DATA, strategy="fsdp", context_length=99),
+     ValueError, "context_length"),
+    (lambda: parallel_train(CONFIG, DATA, strategy="fsdp", steps=0), ValueError,
+     "steps"),
+    (lambda: parallel_train(CONFIG, DATA, strategy="fsdp", timeout=0.0), ValueError,
+     "timeout"),
+    (lambda: parallel_train(CONFIG, DATA, backend="mpi"), ValueError, "backend"),
+    (lambda: parallel_train(CONFIG, DATA, weight_decay=-0.1), ValueError,
+     "weight_decay"),
 ])
 def test_bad_inputs_name_their_argument(call, error, name):
     with pytest.raises(error, match=name):
@@ -472,7 +531,7 @@ def test_bad_inputs_name_their_argument(call, error, name):
     assert _descendants() == []
 
 
-@pytest.mark.parametrize("train_fn", [ddp_train, fsdp_train])
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
 @pytest.mark.parametrize("data, match", [
     (np.r_[DATA, CONFIG.vocab_size],
      r"train_data must lie in \[0, 64\) \(vocab_size\), got values from 0 to 64"),
@@ -482,7 +541,7 @@ def test_bad_inputs_name_their_argument(call, error, name):
     (DATA.astype(np.float32), r"train_data must hold integer token ids, got dtype "
      r"float32"),
 ], ids=["id vocab_size", "id -1", "a tensor", "float ids"])
-def test_token_ids_are_checked_before_any_process_starts(monkeypatch, train_fn, data,
+def test_token_ids_are_checked_before_any_process_starts(monkeypatch, strategy, data,
                                                          match):
     import llmlab.distributed
 
@@ -491,4 +550,4 @@ def test_token_ids_are_checked_before_any_process_starts(monkeypatch, train_fn, 
 
     monkeypatch.setattr(llmlab.distributed, "launch", no_launch)
     with pytest.raises(ValueError, match=match):
-        train_fn(CONFIG, data)
+        parallel_train(CONFIG, data, strategy=strategy)

@@ -632,6 +632,64 @@ def test_train_lowers_the_loss_and_reports_plain_data():
     assert all(isinstance(v, float) for v in result.losses + result.val_losses)
 
 
+def test_batch_rows_train_on_a_share_of_the_batch_a_single_process_draws():
+    """Data parallelism's seam: each share's loss is the loss of its rows of the batch
+    one process draws, and the shares' mean gradient is the whole batch's."""
+    data, steps = _tokens(), 3
+    whole_model = _lm(1)
+    grads: dict[str, list[dict[str, torch.Tensor]]] = {"whole": [], "0": [], "1": []}
+
+    def keep(key, model):
+        return lambda it: grads[key].append(
+            {n: p.grad.clone() for n, p in model.named_parameters()})
+
+    whole = train(whole_model, AdamW(whole_model.parameters()), data, steps=steps,
+                  batch_size=8, after_backward=keep("whole", whole_model))
+    halves = []
+    for rank in (0, 1):
+        model = _lm(1)  # the same weights: the first step's gradients compare
+        halves.append(train(model, AdamW(model.parameters()), data, steps=steps,
+                            batch_size=8, batch_rows=slice(4 * rank, 4 * rank + 4),
+                            after_backward=keep(str(rank), model)))
+    assert halves[0].losses[0] != halves[1].losses[0]
+    assert (halves[0].losses[0] + halves[1].losses[0]) / 2 == pytest.approx(
+        whole.losses[0], rel=1e-6)
+    for name, g in grads["whole"][0].items():
+        torch.testing.assert_close((grads["0"][0][name] + grads["1"][0][name]) / 2, g,
+                                   rtol=1e-5, atol=1e-6)
+    assert [len(grads[k]) for k in grads] == [steps] * 3
+    assert halves[0].tokens_seen == steps * 4 * 16 and whole.tokens_seen == steps * 8 * 16
+    assert halves[0].batch_size == 8  # the batch drawn; tokens_seen: the rows kept
+
+
+def test_all_batch_rows_is_no_batch_rows_bit_for_bit():
+    runs = []
+    for rows in (None, slice(0, 8), slice(None)):
+        model = _lm(2)
+        record = train(model, AdamW(model.parameters()), _tokens(), steps=3,
+                       batch_size=8, batch_rows=rows)
+        runs.append((record.losses, record.grad_norms,
+                     [p.detach().clone() for p in model.parameters()]))
+    for losses, norms, params in runs[1:]:
+        assert (losses, norms) == runs[0][:2]
+        assert all(torch.equal(p, q) for p, q in zip(params, runs[0][2]))
+
+
+def test_after_backward_sees_each_steps_gradients_before_clipping():
+    model = _lm()
+    seen: list[tuple[int, float]] = []
+
+    def norm(iteration: int) -> None:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        seen.append((iteration, float(torch.stack([g.norm() for g in grads]).norm())))
+
+    record = train(model, AdamW(model.parameters()), _tokens(), steps=4, batch_size=4,
+                   max_grad_norm=1e-3, start_iteration=10, after_backward=norm)
+    assert [it for it, _ in seen] == [10, 11, 12, 13]  # the lr_schedule's iterations
+    assert [n for _, n in seen] == pytest.approx(record.grad_norms, rel=1e-6)
+    assert min(record.grad_norms) > 1e-3  # so each was clipped after the hook
+
+
 def test_estimate_loss_is_deterministic_and_leaves_rng_alone():
     model, data = _lm(), _tokens()
     torch.manual_seed(0)
@@ -654,6 +712,17 @@ def test_estimate_loss_is_deterministic_and_leaves_rng_alone():
     (dict(seed=-1), ValueError, r"seed must be an int >= 0"),
     (dict(val_data=np.arange(10)), ValueError, r"val_data has 10 tokens"),
     (dict(train_data=np.arange(16)), ValueError, r"train_data has 16 tokens"),
+    (dict(batch_rows=[0, 1]), TypeError,
+     r"batch_rows must be a slice of the batch's rows \(e.g. slice\(0, 4\)\), got list"),
+    (dict(batch_rows=slice(2, 4)), ValueError,
+     r"batch_rows \(slice\(2, 4, None\)\) keeps none of the batch_size \(2\) rows"),
+    (dict(batch_rows=slice(0, 2, 0)), ValueError,
+     r"batch_rows must be a slice of ints with a step >= 1, got slice\(0, 2, 0\)"),
+    (dict(batch_rows=slice(1, None, -1)), ValueError,
+     r"batch_rows must be a slice of ints with a step >= 1"),
+    (dict(batch_rows=slice(0.0, 1.0)), ValueError,
+     r"batch_rows must be a slice of ints with a step >= 1, got slice\(0.0, 1.0, None\)"),
+    (dict(after_backward="print"), TypeError, r"after_backward must be callable"),
 ])
 def test_train_bad_inputs(kwargs, exc, match):
     model = _lm()

@@ -1,8 +1,7 @@
 """Training on several processes with ``torch.distributed``: DDP and FSDP.
 
-The course's own training step (``get_batch``, ``cross_entropy``,
-``gradient_clipping``, ``AdamW``) runs unchanged on every rank; PyTorch's
-distributed engine does the rest.
+The course's own training loop, ``llmlab.training.train``, runs unchanged on every
+rank, each on its share of every batch; PyTorch's distributed engine does the rest.
 
 * :func:`launch` runs a function on ``world_size`` local processes (new
   interpreters, as ``torchrun`` starts them) with a process group set up (gloo on
@@ -15,8 +14,9 @@ distributed engine does the rest.
 * :func:`wrap_ddp` (``DistributedDataParallel``: every rank holds everything, the
   gradients are averaged) and :func:`shard_fsdp` (``fully_shard``: every rank
   holds ``1/world_size`` of the parameters, gradients and optimizer state).
-* :func:`distributed_train` is the training loop on one rank;
-  :func:`ddp_train` and :func:`fsdp_train` launch it and return every rank's
+* :func:`distributed_train` runs ``train`` on one rank (its rows of each batch,
+  the loss averaged across ranks); :func:`parallel_train` checks its arguments,
+  launches it with DDP or FSDP (``strategy``) and returns every rank's
   :class:`RankTrainResult`.
 * :class:`AllReduceTimer` (a DDP communication hook) and
   :func:`all_reduce_seconds` measure the communication.
@@ -63,30 +63,32 @@ from llmlab.checks import (
 )
 from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
 from llmlab.models.llama import LlamaConfig, TransformerLM
-from llmlab.training.data import get_batch
-from llmlab.training.loss import cross_entropy
-from llmlab.training.optim import AdamW, gradient_clipping
+from llmlab.training.loop import TrainEvent, _check_train_args, train
+from llmlab.training.optim import AdamW
 
 __all__ = [
     "BACKENDS",
+    "STRATEGIES",
     "AllReduceTimer",
     "RankInfo",
     "RankTrainResult",
     "WorkerError",
     "all_reduce_seconds",
-    "ddp_train",
     "distributed_train",
-    "fsdp_train",
     "init_distributed",
     "launch",
+    "parallel_train",
     "resolve_backend",
     "shard_fsdp",
-    "train_rank",
     "wrap_ddp",
 ]
 
 BACKENDS = ("auto", "gloo", "nccl")
 """Accepted ``backend`` values: ``"auto"`` is NCCL on GPUs, gloo on CPUs."""
+
+STRATEGIES = ("ddp", "fsdp")
+"""Accepted ``strategy`` values of :func:`parallel_train`: :func:`wrap_ddp` or
+:func:`shard_fsdp`."""
 
 Dataset = np.ndarray | Tensor
 
@@ -790,7 +792,7 @@ def shard_fsdp(model: nn.Module) -> nn.Module:
 
 
 # --------------------------------------------------------------------------
-# the training loop on one rank
+# training: llmlab.training.train on every rank
 # --------------------------------------------------------------------------
 @dataclasses.dataclass
 class RankTrainResult:
@@ -844,45 +846,6 @@ def _named_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(inner.named_parameters())
 
 
-def _check_train_data(train_data: object, context_length: int,
-                      vocab_size: int | None = None) -> None:
-    """1-D integer token ids, more than ``context_length``, in ``[0, vocab_size)``."""
-    if not isinstance(train_data, (np.ndarray, Tensor)):
-        raise TypeError("train_data must be a 1-D numpy array or tensor of token ids, "
-                        f"got {type(train_data).__name__}")
-    if train_data.ndim != 1:
-        raise ValueError("train_data must be a 1-D array or tensor of token ids, got "
-                         f"shape {tuple(train_data.shape)}")
-    if len(train_data) <= context_length:
-        raise ValueError(f"train_data has {len(train_data)} tokens; it must hold more "
-                         f"than context_length ({context_length})")
-    check_token_ids("train_data", train_data, vocab_size, arrays=True)
-
-
-def _check_max_grad_norm(max_grad_norm: object) -> None:
-    if max_grad_norm is not None:
-        check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
-
-
-def _check_training(config: object, train_data: object, *, steps: object,
-                    batch_size: object, context_length: object, lr: object,
-                    weight_decay: object, max_grad_norm: object, seed: object) -> None:
-    """The arguments :func:`train_rank` and the launches share."""
-    if not isinstance(config, LlamaConfig):
-        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
-    check_int("steps", steps)
-    check_int("batch_size", batch_size)
-    check_int("context_length", context_length)
-    if context_length > config.context_length:
-        raise ValueError(f"context_length ({context_length}) exceeds the model's "
-                         f"context_length ({config.context_length})")
-    _check_train_data(train_data, context_length, config.vocab_size)
-    check_finite_float("lr", lr, minimum=0.0)
-    check_finite_float("weight_decay", weight_decay, minimum=0.0)
-    _check_max_grad_norm(max_grad_norm)
-    check_int("seed", seed, minimum=0)
-
-
 def distributed_train(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -896,14 +859,16 @@ def distributed_train(
     seed: int = 0,
     strategy: str = "none",
 ) -> RankTrainResult:
-    """The training loop of ``llmlab.training.train``, on one rank of a group.
+    """``llmlab.training.train`` on one rank of a group, on its share of each batch.
 
     Every rank draws the same global batch of ``batch_size`` windows (one
     generator seeded with ``seed`` on every rank, so the batches are those of a
     single-process ``train`` with the same seed) and keeps its share: rows
-    ``rank · b .. (rank + 1) · b`` with ``b = batch_size / world_size``. The mean
-    of the ranks' mean losses is then the loss of the whole batch, and the
-    average of their gradients (what DDP's all-reduce computes) is its gradient.
+    ``rank · b .. (rank + 1) · b`` with ``b = batch_size / world_size``
+    (``train``'s ``batch_rows``). The mean of the ranks' mean losses is then the
+    loss of the whole batch, and the average of their gradients (what DDP's
+    all-reduce computes) is its gradient. ``train`` checks the arguments it
+    shares with this function.
 
     Args:
         model: Wrapped by :func:`wrap_ddp` or sharded by :func:`shard_fsdp`.
@@ -919,98 +884,41 @@ def distributed_train(
 
     Taught on: "Where the compute and the memory go".
     """
-    check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    check_type("optimizer", optimizer, torch.optim.Optimizer,
-               expected="a torch.optim.Optimizer")
-    check_int("steps", steps)
-    check_int("batch_size", batch_size)
-    check_int("context_length", context_length)
-    _check_train_data(train_data, context_length)
-    if lr_schedule is not None:
-        check_callable("lr_schedule", lr_schedule)
-    _check_max_grad_norm(max_grad_norm)
-    check_int("seed", seed, minimum=0)
     check_str("strategy", strategy)
     if not dist.is_initialized():
         raise RuntimeError("no process group: call init_distributed() first, or run "
                            "under launch() or torchrun")
     rank, world = dist.get_rank(), dist.get_world_size()
-    if batch_size % world:
-        raise ValueError(f"batch_size ({batch_size}) must be a multiple of the world "
-                         f"size ({world}): every rank takes an equal share")
-    device = next(model.parameters()).device
+    _check_batch_share(batch_size, world)
     share = batch_size // world
-    generator = torch.Generator().manual_seed(seed)  # the same stream on every rank
-    losses, local_losses, norms = [], [], []
+    losses: list[float] = []
     first_gradients: dict[str, Tensor] = {}
-    start = time.perf_counter()
-    model.train()
-    for it in range(steps):
-        if lr_schedule is not None:
-            for group in optimizer.param_groups:
-                group["lr"] = lr_schedule(it)
-        # the global batch, then this rank's rows of it
-        inputs, targets = get_batch(train_data, batch_size, context_length, device,
-                                    generator)  # (B, T) each, equal on every rank
-        rows = slice(rank * share, (rank + 1) * share)
-        inputs, targets = inputs[rows], targets[rows]  # (B / world, T)
-        loss = cross_entropy(model(inputs), targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # DDP: all-reduce (average); FSDP: reduce-scatter
-        if it == 0:
-            first_gradients = {name: _full(p.grad)
-                               for name, p in _named_parameters(model)}
-        if max_grad_norm is not None:
-            norms.append(gradient_clipping(model.parameters(), max_grad_norm))
-        optimizer.step()
-        # the whole batch's loss: the average of the ranks' losses
-        whole = loss.detach().clone()
+
+    def keep_first_gradients(iteration: int) -> None:
+        if iteration == 0:  # after DDP's all-reduce (FSDP's reduce-scatter)
+            first_gradients.update((name, _full(p.grad))
+                                   for name, p in _named_parameters(model))
+
+    def average_loss(event: TrainEvent) -> None:
+        # the whole batch's loss: the average of the ranks' losses (summed in the
+        # loss's dtype: cross_entropy computes fp16 and bf16 in float32)
+        p = next(model.parameters())
+        whole = torch.tensor(event.loss, device=p.device,
+                             dtype=torch.promote_types(p.dtype, torch.float32))
         dist.all_reduce(whole)
         losses.append(whole.item() / world)
-        local_losses.append(loss.item())
-    seconds = time.perf_counter() - start
+
+    record = train(model, optimizer, train_data, steps=steps, batch_size=batch_size,
+                   context_length=context_length, lr_schedule=lr_schedule,
+                   max_grad_norm=max_grad_norm, seed=seed,
+                   batch_rows=slice(rank * share, (rank + 1) * share),
+                   after_backward=keep_first_gradients, callback=average_loss)
     final = {name: _full(p) for name, p in _named_parameters(model)}
     return RankTrainResult(rank, world, dist.get_backend(), strategy, losses,
-                           local_losses, norms, first_gradients, final,
+                           record.losses, record.grad_norms, first_gradients, final,
                            parameter_bytes(model), gradient_bytes(model),
                            optimizer_state_bytes(optimizer),
-                           type(next(model.parameters())).__name__, seconds)
-
-
-def train_rank(
-    config: LlamaConfig,
-    train_data: Dataset,
-    *,
-    strategy: str,
-    steps: int,
-    batch_size: int,
-    context_length: int,
-    lr: float = 1e-3,
-    weight_decay: float = 0.01,
-    max_grad_norm: float | None = 1.0,
-    seed: int = 0,
-) -> RankTrainResult:
-    """One rank of :func:`ddp_train` (``strategy="ddp"``) or :func:`fsdp_train`.
-
-    Builds the model of ``config`` seeded with ``seed`` (the same weights on every
-    rank), wraps or shards it, makes our ``AdamW`` and runs
-    :func:`distributed_train`. Call it on every rank of an initialised group.
-
-    Taught on: "Where the compute and the memory go".
-    """
-    if strategy not in ("ddp", "fsdp"):
-        raise ValueError(f"strategy must be 'ddp' or 'fsdp', got {strategy!r}")
-    _check_training(config, train_data, steps=steps, batch_size=batch_size,
-                    context_length=context_length, lr=lr, weight_decay=weight_decay,
-                    max_grad_norm=max_grad_norm, seed=seed)
-    info = _rank_info(dist.get_backend())
-    torch.manual_seed(seed)  # the same initial weights on every rank
-    model = TransformerLM.from_config(config, device=info.device)
-    model = wrap_ddp(model) if strategy == "ddp" else shard_fsdp(model)
-    optimizer = AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    return distributed_train(model, optimizer, train_data, steps=steps,
-                             batch_size=batch_size, context_length=context_length,
-                             max_grad_norm=max_grad_norm, seed=seed, strategy=strategy)
+                           type(next(model.parameters())).__name__, record.seconds)
 
 
 def _check_batch_share(batch_size: object, world_size: object) -> None:
@@ -1027,34 +935,27 @@ def _check_batch_share(batch_size: object, world_size: object) -> None:
                          f"({world_size}): every rank takes an equal share")
 
 
-def _launch_training(strategy: str, config: LlamaConfig, train_data: Dataset, *,
-                     world_size: int, steps: int, batch_size: int,
-                     context_length: int | None, lr: float, weight_decay: float,
-                     max_grad_norm: float | None, seed: int, backend: str,
-                     timeout: float) -> list[RankTrainResult]:
-    # every argument is checked here, before launch() starts a process
-    if not isinstance(config, LlamaConfig):
-        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
-    check_int("world_size", world_size)
-    check_int("steps", steps)
-    _check_batch_share(batch_size, world_size)
-    context_length = config.context_length if context_length is None else context_length
-    _check_training(config, train_data, steps=steps, batch_size=batch_size,
-                    context_length=context_length, lr=lr, weight_decay=weight_decay,
-                    max_grad_norm=max_grad_norm, seed=seed)
-    _check_backend(backend)
-    check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
-    return launch(train_rank, (config, train_data),
-                  dict(strategy=strategy, steps=steps, batch_size=batch_size,
-                       context_length=context_length, lr=lr, weight_decay=weight_decay,
-                       max_grad_norm=max_grad_norm, seed=seed),
-                  world_size=world_size, backend=backend, timeout=timeout)
+def _train_rank(config: LlamaConfig, train_data: Dataset, *, strategy: str, steps: int,
+                batch_size: int, context_length: int, lr: float, weight_decay: float,
+                max_grad_norm: float | None, seed: int) -> RankTrainResult:
+    """One rank of :func:`parallel_train`, which has checked the arguments: the model
+    of ``config`` seeded with ``seed`` (the same weights on every rank), wrapped or
+    sharded, our ``AdamW``, :func:`distributed_train`."""
+    info = _rank_info(dist.get_backend())
+    torch.manual_seed(seed)  # the same initial weights on every rank
+    model = TransformerLM.from_config(config, device=info.device)
+    model = wrap_ddp(model) if strategy == "ddp" else shard_fsdp(model)
+    optimizer = AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    return distributed_train(model, optimizer, train_data, steps=steps,
+                             batch_size=batch_size, context_length=context_length,
+                             max_grad_norm=max_grad_norm, seed=seed, strategy=strategy)
 
 
-def ddp_train(
+def parallel_train(
     config: LlamaConfig,
     train_data: Dataset,
     *,
+    strategy: str = "ddp",
     world_size: int = 2,
     steps: int = 5,
     batch_size: int = 8,
@@ -1066,16 +967,20 @@ def ddp_train(
     backend: str = "auto",
     timeout: float = 120.0,
 ) -> list[RankTrainResult]:
-    """Train a :class:`TransformerLM` with DDP on ``world_size`` local processes.
+    """Train a :class:`TransformerLM` with DDP or FSDP on ``world_size`` local processes.
 
     Each rank builds the model of ``config`` seeded with ``seed``, wraps it with
-    :func:`wrap_ddp`, makes our ``AdamW`` and runs :func:`distributed_train`.
-    A single process running ``train`` with the same ``config``, ``seed`` and
-    ``batch_size`` sees the same batches and computes the same losses.
+    :func:`wrap_ddp` (``strategy="ddp"``) or shards it with :func:`shard_fsdp`
+    (``"fsdp"``), makes our ``AdamW`` and runs :func:`distributed_train`, that is
+    ``llmlab.training.train`` on its share of each batch. A single process running
+    ``train`` with the same ``config``, ``seed`` and ``batch_size`` sees the same
+    batches and computes the same losses. Every argument is checked here, before
+    any process starts.
 
     Args:
         config: The model.
-        train_data: 1-D token ids.
+        train_data: 1-D token ids in ``[0, config.vocab_size)``.
+        strategy: ``"ddp"`` or ``"fsdp"`` (see :data:`STRATEGIES`).
         world_size: Processes.
         steps: Optimizer steps.
         batch_size: Windows per step over all ranks (a multiple of ``world_size``).
@@ -1092,37 +997,25 @@ def ddp_train(
 
     Taught on: "Where the compute and the memory go".
     """
-    return _launch_training("ddp", config, train_data, world_size=world_size,
-                            steps=steps, batch_size=batch_size,
-                            context_length=context_length, lr=lr,
-                            weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-                            seed=seed, backend=backend, timeout=timeout)
-
-
-def fsdp_train(
-    config: LlamaConfig,
-    train_data: Dataset,
-    *,
-    world_size: int = 2,
-    steps: int = 5,
-    batch_size: int = 8,
-    context_length: int | None = None,
-    lr: float = 1e-3,
-    weight_decay: float = 0.01,
-    max_grad_norm: float | None = 1.0,
-    seed: int = 0,
-    backend: str = "auto",
-    timeout: float = 120.0,
-) -> list[RankTrainResult]:
-    """:func:`ddp_train` with the model sharded by :func:`shard_fsdp` instead.
-
-    Taught on: "Where the compute and the memory go".
-    """
-    return _launch_training("fsdp", config, train_data, world_size=world_size,
-                            steps=steps, batch_size=batch_size,
-                            context_length=context_length, lr=lr,
-                            weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-                            seed=seed, backend=backend, timeout=timeout)
+    check_str("strategy", strategy)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, "
+                         f"got {strategy!r}")
+    check_type("config", config, LlamaConfig, expected="a LlamaConfig")
+    _check_batch_share(batch_size, world_size)
+    context_length = _check_train_args(  # what train checks on every rank
+        train_data, steps=steps, batch_size=batch_size, context_length=context_length,
+        model_context_length=config.context_length, max_grad_norm=max_grad_norm,
+        seed=seed)
+    check_token_ids("train_data", train_data, config.vocab_size, arrays=True)
+    check_finite_float("lr", lr, minimum=0.0)
+    check_finite_float("weight_decay", weight_decay, minimum=0.0)
+    # launch checks world_size, backend and timeout before it starts a process
+    return launch(_train_rank, (config, train_data),
+                  dict(strategy=strategy, steps=steps, batch_size=batch_size,
+                       context_length=context_length, lr=lr, weight_decay=weight_decay,
+                       max_grad_norm=max_grad_norm, seed=seed),
+                  world_size=world_size, backend=backend, timeout=timeout)
 
 
 # --------------------------------------------------------------------------

@@ -154,6 +154,11 @@ CASES: list[Case] = [
     case("train callback not callable", "llmlab.training.train",
          lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1, batch_size=2,
                        callback="print"), T, "callback", r"callback must be callable"),
+    case("train batch_rows a range", "llmlab.training.train",
+         lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1, batch_size=2,
+                       batch_rows=range(1)), T, "batch_rows",
+         r"batch_rows must be a slice of the batch's rows \(e.g. slice\(0, 4\)\), "
+         r"got range"),
     case("train float val_data", "llmlab.training.train",
          lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1, batch_size=2,
                        val_data=np.zeros(64)), V, "val_data",

@@ -63,9 +63,9 @@ from llmlab.distributed import (
     AllReduceTimer,
     RankTrainResult,
     _check_batch_share,
+    _train_rank,
     all_reduce_seconds,
     launch,
-    train_rank,
     wrap_ddp,
 )
 from llmlab.experiments.training import machine_description
@@ -640,9 +640,11 @@ class ParallelTrainingResult:
 
 def _ddp_and_fsdp(config: LlamaConfig, data: np.ndarray, steps: int, batch_size: int,
                   lr: float, seed: int) -> list[RankTrainResult]:
-    """One rank: train with DDP, then with FSDP, in the same process group."""
-    return [train_rank(config, data, strategy=s, steps=steps, batch_size=batch_size,
-                       context_length=config.context_length, lr=lr, seed=seed)
+    """One rank: train with DDP, then with FSDP, in the same process group (one
+    launch: :func:`~llmlab.distributed.parallel_train`'s ranks, twice)."""
+    return [_train_rank(config, data, strategy=s, steps=steps, batch_size=batch_size,
+                        context_length=config.context_length, lr=lr, weight_decay=0.01,
+                        max_grad_norm=1.0, seed=seed)
             for s in ("ddp", "fsdp")]
 
 

@@ -1,8 +1,10 @@
 """The training loop: sample a batch, compute the loss, backpropagate, clip, step.
 
-One function serves the lecture, the example notebook and ``llmlab-train``. It never
-prints: pass ``callback`` to see each step as it happens (a progress bar, a
-checkpoint every so often), and read the returned :class:`TrainResult`.
+One function serves the lecture, the example notebook, ``llmlab-train`` and training
+on several processes (``llmlab.distributed`` runs it on every rank, each keeping its
+``batch_rows`` of the batch). It never prints: pass ``callback`` to see each step as
+it happens (a progress bar, a checkpoint every so often), and read the returned
+:class:`TrainResult`.
 
 Taught on: "Training and generating text".
 """
@@ -33,11 +35,12 @@ class TrainEvent:
 
     Attributes:
         iteration: Steps completed in the whole run (a resumed run counts on).
-        loss: Training loss of this step's batch (nats per token).
+        loss: Training loss of this step's batch, or of its ``batch_rows`` (nats
+            per token).
         learning_rate: The rate this step used.
         grad_norm: Global gradient norm before clipping (``None``: no clipping).
         val_loss: Validation loss, when it was measured after this step.
-        tokens_seen: Training tokens processed by this call so far.
+        tokens_seen: Training tokens this process trained on in this call so far.
         seconds: Wall time of this call so far.
 
     Taught on: "Training and generating text".
@@ -58,13 +61,14 @@ class TrainResult:
 
     Attributes:
         iterations: Steps completed after each step (``start + 1 .. start + steps``).
-        losses: Training loss of each step's batch.
+        losses: Training loss of each step's batch (of its ``batch_rows``, if given).
         learning_rates: Learning rate of each step.
         grad_norms: Gradient norm before clipping of each step (empty: no clipping).
         val_iterations: Steps completed when validation loss was measured (the
             start, every ``eval_every`` steps, the end).
         val_losses: Validation loss at those points.
-        tokens_seen: ``steps · batch_size · context_length``.
+        tokens_seen: ``steps · rows · context_length``: the tokens this process
+            trained on (``rows``: ``batch_size``, or as many as ``batch_rows`` keeps).
         seconds: Wall time of the call, validation included.
         batch_size: Windows per batch.
         context_length: Tokens per window.
@@ -152,6 +156,8 @@ def train(
     start_iteration: int = 0,
     device: torch.device | str | None = None,
     callback: Callable[[TrainEvent], None] | None = None,
+    batch_rows: slice | None = None,
+    after_backward: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` for ``steps`` steps of next-token prediction.
 
@@ -175,18 +181,27 @@ def train(
         start_iteration: Steps already done (the schedule continues from there).
         device: Where batches go (default: where the model's parameters are).
         callback: Called with a :class:`TrainEvent` after every step.
+        batch_rows: Train on these rows of each step's batch only, a slice of its
+            ``batch_size`` windows (``None``: all of them). Data parallelism: every
+            process draws the same batch (the same ``seed``) and keeps its own rows.
+        after_backward: ``after_backward(iteration)``, called after each backward
+            pass, before clipping (the gradients are there to read).
 
     Returns:
         A :class:`TrainResult` of plain numbers.
 
     Taught on: "Training and generating text".
     """
-    context_length = _check_train_args(model, train_data, val_data, steps, batch_size,
-                                       context_length, eval_every, eval_batches,
-                                       max_grad_norm, seed, start_iteration)
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    context_length = _check_train_args(
+        train_data, steps=steps, batch_size=batch_size, context_length=context_length,
+        model_context_length=getattr(model, "context_length", None), val_data=val_data,
+        eval_every=eval_every, eval_batches=eval_batches, max_grad_norm=max_grad_norm,
+        seed=seed, start_iteration=start_iteration, batch_rows=batch_rows)
     check_type("optimizer", optimizer, torch.optim.Optimizer,
                expected="a torch.optim.Optimizer")
-    for name, fn in (("lr_schedule", lr_schedule), ("callback", callback)):
+    for name, fn in (("lr_schedule", lr_schedule), ("callback", callback),
+                     ("after_backward", after_backward)):
         if fn is not None:
             check_callable(name, fn)
     if generator is not None:
@@ -217,10 +232,14 @@ def train(
         # forward: random windows -> logits -> mean cross-entropy
         inputs, targets = get_batch(train_data, batch_size, context_length, device,
                                     generator)  # (B, T) each
+        if batch_rows is not None:  # this process's share of the batch
+            inputs, targets = inputs[batch_rows], targets[batch_rows]
         loss = cross_entropy(model(inputs), targets)  # logits (B, T, V) -> scalar
         # backward, clip, update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if after_backward is not None:
+            after_backward(it)
         norm = None
         if max_grad_norm is not None:
             norm = gradient_clipping(model.parameters(), max_grad_norm)
@@ -231,7 +250,7 @@ def train(
         result.iterations.append(done)
         result.losses.append(loss.item())
         result.learning_rates.append(lr)
-        result.tokens_seen += batch_size * context_length
+        result.tokens_seen += inputs.numel()
         val_loss = None
         last = done == start_iteration + steps
         if val_data is not None and (last or (eval_every and done % eval_every == 0)):
@@ -250,32 +269,37 @@ def _model_device(model: nn.Module) -> torch.device:
 
 
 def _check_train_args(
-    model: nn.Module,
     train_data: Dataset,
-    val_data: Dataset | None,
+    *,
     steps: int,
     batch_size: int,
     context_length: int | None,
-    eval_every: int | None,
-    eval_batches: int,
-    max_grad_norm: float | None,
-    seed: int,
-    start_iteration: int,
+    model_context_length: int | None = None,
+    val_data: Dataset | None = None,
+    eval_every: int | None = None,
+    eval_batches: int = 8,
+    max_grad_norm: float | None = 1.0,
+    seed: int = 0,
+    start_iteration: int = 0,
+    batch_rows: slice | None = None,
 ) -> int:
-    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    """What :func:`train` checks of its arguments but the model, optimizer and
+    callables (``llmlab.distributed`` checks the same before it starts a process);
+    the context length (default: ``model_context_length``)."""
     check_int("steps", steps)
     check_int("batch_size", batch_size)
+    if batch_rows is not None:
+        _check_batch_rows(batch_rows, batch_size)
     if context_length is None:
-        context_length = getattr(model, "context_length", None)
+        context_length = model_context_length
         if context_length is None:
             raise ValueError("context_length is required for a model without "
                              ".context_length")
     check_int("context_length", context_length)
-    model_context = getattr(model, "context_length", None)
-    if model_context is not None and context_length > model_context:
+    if model_context_length is not None and context_length > model_context_length:
         raise ValueError(
             f"context_length ({context_length}) exceeds the model's context_length "
-            f"({model_context})"
+            f"({model_context_length})"
         )
     if eval_every is not None:
         check_int("eval_every", eval_every)
@@ -293,3 +317,19 @@ def _check_train_args(
                 f"context_length ({context_length})"
             )
     return context_length
+
+
+def _check_batch_rows(batch_rows: object, batch_size: int) -> None:
+    check_type("batch_rows", batch_rows, slice,
+               expected="a slice of the batch's rows (e.g. slice(0, 4))")
+    try:
+        kept = len(range(batch_size)[batch_rows])
+    except (TypeError, ValueError) as error:  # slice('a'), a step of 0
+        raise ValueError(f"batch_rows must be a slice of ints with a step >= 1, got "
+                         f"{batch_rows}") from error
+    if batch_rows.step is not None and batch_rows.step < 1:
+        raise ValueError(f"batch_rows must be a slice of ints with a step >= 1, got "
+                         f"{batch_rows}")
+    if kept == 0:
+        raise ValueError(f"batch_rows ({batch_rows}) keeps none of the batch_size "
+                         f"({batch_size}) rows")
