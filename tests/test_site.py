@@ -522,6 +522,14 @@ def test_pages_compute_what_their_blocks_call_and_nothing_else(tmp_path: Path) -
     assert "run_dropout_demo(p=0.3" in log and "did not find" in log, log[-3000:]
 
 
+# --------------------------------------------------------------------------
+# live editing: mkdocs serve picks up a changed llmlab and a changed page
+# --------------------------------------------------------------------------
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode("utf-8")
+
+
 def _stop_server(server: subprocess.Popen) -> None:
     server.terminate()
     try:
