@@ -176,7 +176,7 @@ def test_train_bad_inputs(tmp_path, corpus, capsys):
         (["--data", str(corpus), "--steps", "5", "--d-model", "15"],
          ["--d-model (15) must be divisible by --num-heads (2)"]),
         (["--data", str(corpus), "--steps", "5", "--d-model", "18"],
-         ["--d-model / --num-heads (9) must be even"]),
+         ["--d-model / --num-heads must be even (RoPE rotates pairs of dimensions), got 9"]),
         (["--data", str(corpus), "--steps", "5", "--resume"],
          ["--resume", "no checkpoint.pt"]),
         (["--data", str(corpus), "--steps", "5", "--resume", "--force"],

@@ -68,7 +68,7 @@ def test_attention_errors():
         MultiHeadSelfAttention(10, 4)
     with pytest.raises(ValueError, match="max_seq_len"):
         MultiHeadSelfAttention(16, 2, theta=1e4)
-    with pytest.raises(ValueError, match=r"d_head = 3\) must be even"):
+    with pytest.raises(ValueError, match=r"d_head\) must be even \(RoPE rotates pairs of dimensions\), got 3"):
         MultiHeadSelfAttention(12, 4, theta=1e4, max_seq_len=8)  # d_head = 3
     attn = MultiHeadSelfAttention(16, 2, theta=1e4, max_seq_len=4)
     with pytest.raises(ValueError, match="max_seq_len"):

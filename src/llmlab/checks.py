@@ -55,6 +55,7 @@ __all__ = [
     "check_parameters",
     "check_path",
     "check_reduction",
+    "check_rope_size",
     "check_sizes",
     "check_str",
     "check_tensor",
@@ -286,6 +287,23 @@ def check_choice(name: str, value: object, choices: Iterable[object]) -> Any:
     if isinstance(value, bool) or value not in choices:
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+    return value
+
+
+def check_rope_size(name: str, value: object) -> int:
+    """``value``, the size of the vectors RoPE rotates, as an even positive int.
+
+    RoPE rotates pairs of dimensions; this is the one place that rule is written
+    (the rotary embedding, the Llama configuration and attention, the CLI, a figure).
+
+    Raises:
+        TypeError: ``value`` is not an int.
+        ValueError: ``value`` is not positive, or odd.
+    """
+    value = check_int(name, value)
+    if value % 2:
+        raise ValueError(f"{name} must be even (RoPE rotates pairs of dimensions), "
+                         f"got {value}")
     return value
 
 

@@ -278,10 +278,12 @@ def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, i
     if settings["d_model"] % settings["num_heads"]:
         raise CliError(f"--d-model ({settings['d_model']}) must be divisible by "
                        f"--num-heads ({settings['num_heads']})")
-    if (settings["d_model"] // settings["num_heads"]) % 2:
-        d_head = settings["d_model"] // settings["num_heads"]
-        raise CliError(f"--d-model / --num-heads ({d_head}) must be even (RoPE "
-                       "rotates pairs)")
+    from llmlab.checks import check_rope_size  # here: --help does not import torch
+
+    try:
+        check_rope_size("--d-model / --num-heads", settings["d_model"] // settings["num_heads"])
+    except ValueError as error:
+        raise CliError(str(error)) from None
     settings["rope_theta"] = 10_000.0
     return settings
 

@@ -24,16 +24,13 @@ import torch
 from einops import rearrange
 from torch import Tensor, nn
 
-from llmlab.checks import check_finite_float, check_int, check_tensors
+from llmlab.checks import check_finite_float, check_int, check_rope_size, check_tensors
 
 __all__ = ["RotaryPositionalEmbedding", "rope_complex", "rope_frequencies"]
 
 
 def _check_d_k(d_k: int) -> int:
-    check_int("d_k", d_k)
-    if d_k % 2:
-        raise ValueError(f"d_k must be even and positive for RoPE's pairs, got {d_k}")
-    return d_k
+    return check_rope_size("d_k", d_k)
 
 
 def rope_frequencies(theta: float, d_k: int) -> Tensor:

@@ -71,7 +71,7 @@ CASES: list[Case] = [
     # --- llmlab.position -----------------------------------------------------------
     case("RoPE odd d_k", "llmlab.position.RotaryPositionalEmbedding",
          lambda: RotaryPositionalEmbedding(1e4, d_k=5, max_seq_len=8), V, "d_k",
-         r"d_k must be even and positive .* got 5"),
+         r"d_k must be even \(RoPE rotates pairs of dimensions\), got 5"),
     case("RoPE max_seq_len 2.5", "llmlab.position.RotaryPositionalEmbedding",
          lambda: RotaryPositionalEmbedding(1e4, 4, max_seq_len=2.5), T, "max_seq_len",
          r"max_seq_len must be an int, got float 2\.5"),

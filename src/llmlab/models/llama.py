@@ -25,6 +25,7 @@ from llmlab.checks import (
     check_divisible,
     check_finite_float,
     check_int,
+    check_rope_size,
     check_tensor,
     check_tensors,
     check_type,
@@ -85,11 +86,7 @@ class MultiHeadSelfAttention(nn.Module):
                 raise ValueError("max_seq_len is required when theta (RoPE) is given, "
                                  "got None")
             check_int("max_seq_len", max_seq_len)
-            if self.d_head % 2:
-                raise ValueError(
-                    f"d_model / num_heads (d_head = {self.d_head}) must be even with "
-                    "theta (RoPE rotates pairs of dimensions)"
-                )
+            check_rope_size("d_model / num_heads (d_head)", self.d_head)
         self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
@@ -330,11 +327,7 @@ class LlamaConfig:
             check_int(name, getattr(self, name))
         check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
         check_finite_float("rope_theta", self.rope_theta, minimum=0.0, open_min=True)
-        if (self.d_model // self.num_heads) % 2:
-            raise ValueError(
-                f"d_model / num_heads (d_head = {self.d_model // self.num_heads}) must "
-                "be even (RoPE rotates pairs of dimensions)"
-            )
+        check_rope_size("d_model / num_heads (d_head)", self.d_model // self.num_heads)
 
     def parameter_count(self) -> int:
         """:func:`llama_parameter_count` for this configuration."""

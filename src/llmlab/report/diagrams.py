@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from llmlab.checks import check_finite_float, check_int, check_type
+from llmlab.checks import check_finite_float, check_int, check_rope_size, check_type
 from llmlab.experiments.tokenization import BPEStepsResult
 from llmlab.functional import causal_mask as _causal_mask
 from llmlab.functional import scaled_dot_product_attention, softmax
@@ -868,9 +868,7 @@ def rope_rotation(positions: Sequence[int] = (0, 1, 2, 3), d_k: int = 8,
         theta: RoPE's base Θ.
         pairs: 1 to 3 distinct pair indices in ``[0, d_k/2)``.
     """
-    d_k = _size("d_k", d_k, 128, minimum=2)
-    if d_k % 2:
-        raise ValueError(f"d_k must be even (RoPE rotates pairs), got {d_k}")
+    d_k = check_rope_size("d_k", _size("d_k", d_k, 128, minimum=2))
     theta = check_finite_float("theta", theta, minimum=0.0, open_min=True)
     positions = _int_list("positions", positions, 6, 0, 1023)
     pairs = _int_list("pairs", pairs, 3, 0, d_k // 2 - 1)
