@@ -39,8 +39,8 @@ class _ConfigLoader(yaml.SafeLoader):
     """Reads mkdocs.yml without running its ``!!python/name:`` and ``!ENV`` tags."""
 
 
+# any tag the safe loader does not know (!!python/name:..., !ENV) reads as None
 _ConfigLoader.add_multi_constructor("", lambda loader, suffix, node: None)
-_ConfigLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda l, s, n: None)
 
 
 def _nav_paths(nav: object) -> list[str]:
