@@ -26,28 +26,28 @@ setup: $(STAMP)
 fonts: setup
 	@VENV=$(VENV) bash scripts/ensure-fonts.sh
 
-# The experiments and notebooks first (python -m llmlab.precompute; the build would
+# The experiments and notebooks first (python -m llmlab.build.precompute; the build would
 # run it too when they are stale), then the site.
 serve: fonts
 	@echo "serve: computing what the pages show (a few minutes the first time)"
-	$(BIN)/python -m llmlab.precompute
+	$(BIN)/python -m llmlab.build.precompute
 	@echo "serve: building the site, then serving it on http://127.0.0.1:8000"
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 build: fonts
-	$(BIN)/python -m llmlab.precompute
+	$(BIN)/python -m llmlab.build.precompute
 	$(BIN)/mkdocs build --strict
 
 # While writing: build the Chinese pages only (see README).
 build-zh: fonts
-	$(BIN)/python -m llmlab.precompute
+	$(BIN)/python -m llmlab.build.precompute
 	LLMLAB_BUILD_EN=false $(BIN)/mkdocs build
 
 # Informational: the same site under Zensical, Material's successor, in .venv-zensical
 # (its current release; site-zensical/). Not part of build or test: what it shows and
 # the plan for Material's end of life are in CONTRIBUTING.md, "Zensical".
 build-zensical: fonts
-	$(BIN)/python -m llmlab.precompute
+	$(BIN)/python -m llmlab.build.precompute
 	@VENV=$(VENV) bash scripts/build-zensical.sh
 
 browser-deps:

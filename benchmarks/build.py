@@ -8,7 +8,7 @@ Each measurement runs on a private copy of the working tree (the serve edits
 never touch your checkout):
 
 * cold build: ``mkdocs build --strict`` of both languages with an empty cache
-  (the build runs ``python -m llmlab.precompute`` itself), alternating with
+  (the build runs ``python -m llmlab.build.precompute`` itself), alternating with
 * the seed script: ``../shared/seeds/000_6097f6583093305d.txt`` (lecture 7's
   six demos), run with ``benchmarks/seed_lecture7/transformer.py`` over
   ``llmlab.models.gpt2``, single-threaded; the ratio cold / seed is taken pair

@@ -237,7 +237,7 @@ def bench_experiments(reps: int) -> None:
     print("\n## the lecture's cached experiments (CPU seconds, computed, one thread)",
           flush=True)
     os.environ["LLMLAB_CACHE"] = "0"  # no disk layer: nothing stored or read
-    from llmlab import cache
+    from llmlab.build import cache
 
     totals = []
     per: dict[str, list[float]] = {}

@@ -27,7 +27,7 @@
 import torch
 from IPython.display import display
 
-from llmlab.provenance import build_info
+from llmlab.build.provenance import build_info
 from llmlab.report import label, line_plot, table
 
 torch.set_num_threads(1)

@@ -1,6 +1,6 @@
 """MkDocs hook: the site's build glue, through documented seams only.
 
-1. ``python -m llmlab.precompute`` computes the experiments and notebooks (started
+1. ``python -m llmlab.build.precompute`` computes the experiments and notebooks (started
    in ``on_pre_build`` when its inputs changed, in its own process, while pages
    render). Pages read results from the content-addressed cache and never compute
    (``LLMLAB_CACHE_MISS``); precompute reads what to compute from the pages'
@@ -86,13 +86,13 @@ def _cache_dir() -> Path:
 
 
 def _start_precompute(config: Any) -> None:
-    """Run ``python -m llmlab.precompute`` if its inputs changed since its last run.
+    """Run ``python -m llmlab.build.precompute`` if its inputs changed since its last run.
 
     On POSIX it runs while the pages render: a block that needs a result it has
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
-    from llmlab.precompute import (find_calls, home_contents, report_path, stamp,
+    from llmlab.build.precompute import (find_calls, home_contents, report_path, stamp,
                                    up_to_date, write_home_contents)
 
     docs = Path(config.docs_dir)
@@ -106,12 +106,12 @@ def _start_precompute(config: Any) -> None:
     os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_DOCS=str(docs))
     if up_to_date(STATE["cache"], current):  # its outputs all there, as it left them
         return
-    command = [sys.executable, "-m", "llmlab.precompute", "--docs", str(docs),
+    command = [sys.executable, "-m", "llmlab.build.precompute", "--docs", str(docs),
                "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
     STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
     STATE["ran"] = True  # this build runs precompute
     if os.name == "posix":
-        from llmlab.cache import wait_for
+        from llmlab.build.cache import wait_for
 
         wait_for(STATE["process"])
         os.environ["LLMLAB_CACHE_MISS"] = "wait"
@@ -157,7 +157,7 @@ def on_pre_build(config: Any) -> None:
     STATE.update(depth=1, cache=_cache_dir(), blocks=[], runs={}, figures={}, ahead=set(),
                  content={}, pages=set(), started=time.perf_counter())
     _start_precompute(config)
-    from llmlab.cache import source_hash
+    from llmlab.build.cache import source_hash
 
     STATE["versions"] = [version("torch"), version("markdown-exec"), sys.version]
     STATE["source"] = source_hash()
@@ -168,7 +168,7 @@ def on_pre_build(config: Any) -> None:
 # 2. blocks: run once, shared by every build whose inputs are the same
 # --------------------------------------------------------------------------
 def _block_key(code: str, block_id: str) -> str:
-    from llmlab.cache import machine_fingerprint, snippet_hash
+    from llmlab.build.cache import machine_fingerprint, snippet_hash
 
     # the llmlab source a block can reach, hashed once per version of the source
     if (STATE["source"], code) not in HASHES:
@@ -177,7 +177,7 @@ def _block_key(code: str, block_id: str) -> str:
              STATE["versions"]]
     if block_id.startswith("machine-dependent"):  # timings, provenance: this machine
         if "commit" not in STATE:
-            from llmlab.provenance import git_commit
+            from llmlab.build.provenance import git_commit
 
             STATE["commit"] = git_commit()
         parts += [machine_fingerprint(), STATE["commit"]]
@@ -208,7 +208,7 @@ def _execute(code: str, name: str) -> str:
 
 def _store_block(key: str, code: str, block_id: str) -> None:
     """Execute a block into MEMO[key] (and the disk store, unless it reports on the precompute run)."""
-    from llmlab import cache
+    from llmlab.build import cache
 
     before = len(cache.RUN_LOG)
     output = _execute(code, f"llmlab_block_{key[:12]}")
@@ -519,7 +519,7 @@ def on_post_build(config: Any) -> None:
         for name in ("sitemap.xml", "sitemap.xml.gz"):
             if (site / name).is_file() and (site / language).is_dir():
                 shutil.copyfile(site / name, site / language / name)
-    from llmlab.cache import RUN_LOG
+    from llmlab.build.cache import RUN_LOG
 
     report = {"seconds": time.perf_counter() - STATE["started"], "blocks": STATE["blocks"],
               "experiments": [{"name": r.name, "key": r.key[:16], "source": r.source}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import check_int
 
 __all__ = ["ToyResult", "run_toy"]

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llmlab.course import split_front_matter
+from llmlab.build.course import split_front_matter
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

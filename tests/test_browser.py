@@ -242,7 +242,7 @@ def test_copy_button_copies_the_block(watched) -> None:
     block.locator(COPY).first.click()
     copied = w.page.evaluate("navigator.clipboard.readText()")
     assert copied.strip() == code.strip()  # exactly the code written in the page
-    assert "from llmlab.provenance import build_info" in copied
+    assert "from llmlab.build.provenance import build_info" in copied
     w.check_clean()
 
 

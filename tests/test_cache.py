@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import llmlab
-from llmlab import cache
+from llmlab.build import cache
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_an_unreadable_stored_result_is_computed_again(tmp_path: Path, damage: b
     path.write_bytes(damage)
     cache.clear_memory()
     monkeypatch.setenv("LLMLAB_CACHE_MISS", "error")  # a build: only precompute computes
-    with pytest.raises(cache.NotPrecomputedError, match="python -m llmlab.precompute"):
+    with pytest.raises(cache.NotPrecomputedError, match="python -m llmlab.build.precompute"):
         experiment(5)
     assert not path.exists()  # removed: precompute will compute it
     monkeypatch.delenv("LLMLAB_CACHE_MISS")
@@ -210,7 +210,7 @@ def test_edited_experiment_is_recomputed_not_served(tmp_path: Path, monkeypatch)
     pkg = tmp_path / "pkgs" / "llmlab_edit_demo"
     pkg.mkdir(parents=True)
     module = pkg / "__init__.py"
-    body = "from llmlab.cache import cached\n@cached\ndef run(seed: int = 0):\n    return {}\n"
+    body = "from llmlab.build.cache import cached\n@cached\ndef run(seed: int = 0):\n    return {}\n"
     module.write_text(body.replace("{}", "1"), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
     import importlib
@@ -242,7 +242,7 @@ def test_snippet_hash_covers_exactly_what_the_code_imports() -> None:
     assert {"experiments/multihead.py", "models/gpt2.py"} <= files
     assert "norm.py" not in files and "position.py" not in files
     # the cache's own code and the renderers are not part of what it caches
-    assert "cache.py" not in files and not any(f.startswith("report") for f in files)
+    assert "build/cache.py" not in files and not any(f.startswith("report") for f in files)
 
 
 def test_compute_skips_a_result_another_process_is_computing(tmp_path: Path) -> None:
@@ -276,7 +276,7 @@ def test_two_processes_compute_a_result_once(tmp_path: Path) -> None:
     (tmp_path / "slow_demo.py").write_text(textwrap.dedent("""
         import os, time
         from pathlib import Path
-        from llmlab.cache import cached
+        from llmlab.build.cache import cached
         HERE = Path(__file__).parent
         @cached
         def slow(n: int = 1):
@@ -288,7 +288,7 @@ def test_two_processes_compute_a_result_once(tmp_path: Path) -> None:
             time.sleep(1.0)  # the second process is now asking for the same key
             return n
     """), encoding="utf-8")
-    script = ("import sys, slow_demo, llmlab.cache as c; slow_demo.slow(); "
+    script = ("import sys, slow_demo, llmlab.build.cache as c; slow_demo.slow(); "
               "print(c.RUN_LOG[-1].source)")
     env = {"PYTHONPATH": str(tmp_path), "LLMLAB_CACHE_DIR": str(tmp_path / "cache"),
            "PATH": "/usr/bin:/bin"}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from llmlab import cache
+from llmlab.build import cache
 from llmlab.experiments import attention, distributed
-from llmlab.precompute import computation_table
+from llmlab.build.precompute import computation_table
 
 
 def _store(folder: Path, fn, seconds: float, **kwargs) -> None:

@@ -1,4 +1,4 @@
-"""llmlab.course: the home page's list of lectures, made from the site's own files."""
+"""llmlab.build.course: the home page's list of lectures, made from the site's own files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llmlab import course
+from llmlab.build import course
 from pages import ROOT, read_page
 
 

@@ -482,7 +482,7 @@ def test_a_figure_is_a_block_of_html_even_right_after_a_table() -> None:
     import markdown
     import nbformat
 
-    from llmlab import precompute
+    from llmlab.build import precompute
     from llmlab.report import table
 
     fig = causal_mask(2)

@@ -110,7 +110,7 @@ def test_corpus_training_curves() -> None:
 
 
 def test_training_runs_are_cache_parts_shared_by_two_experiments() -> None:
-    from llmlab import cache
+    from llmlab.build import cache
 
     plans = [cache.plan(fn, **SMALL) for fn in
              (tk.run_corpus_training, tk.run_chinese_tokenizers)]

@@ -122,7 +122,7 @@ def test_training_run_tokens_are_the_tokenizers(tiny_runs):
 
 
 def test_training_run_parts_name_the_tokenizer_run():
-    from llmlab.cache import plan
+    from llmlab.build.cache import plan
     from llmlab.experiments.tokenization import run_train_corpus
 
     calls = plan(exp.run_training_run, corpus="tang")

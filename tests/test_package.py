@@ -35,10 +35,10 @@ def test_module_imports_and_exports_its_names(name: str) -> None:
 
 
 def test_core_names_are_exported() -> None:
-    from llmlab.cache import cached  # noqa: F401
+    from llmlab.build.cache import cached  # noqa: F401
     from llmlab.functional import scaled_dot_product_attention, softmax  # noqa: F401
     from llmlab.params import count_parameters  # noqa: F401
-    from llmlab.provenance import build_info
+    from llmlab.build.provenance import build_info
     from llmlab.report import markdown_table  # noqa: F401
 
     info = build_info()
@@ -57,9 +57,9 @@ def _print_calls(path: Path) -> list[int]:
     ]
 
 
-# The programs (`python -m llmlab.precompute`, the console commands) talk to a
+# The programs (`python -m llmlab.build.precompute`, the console commands) talk to a
 # terminal; the library itself returns data or strings, and pages print them.
-PROGRAMS = {"precompute.py", "cli.py"}
+PROGRAMS = {"build/precompute.py", "cli.py"}
 
 
 def test_library_code_never_prints() -> None:

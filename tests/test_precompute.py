@@ -1,4 +1,4 @@
-"""python -m llmlab.precompute: what the pages compute, the cache it fills, the notebooks it splits."""
+"""python -m llmlab.build.precompute: what the pages compute, the cache it fills, the notebooks it splits."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from IPython.core.formatters import DisplayFormatter
 from IPython.display import Markdown
 
-from llmlab import precompute
+from llmlab.build import precompute
 from llmlab.report import label, table
 from llmlab.report.diagrams import causal_mask
 
@@ -173,7 +173,7 @@ def _run(tree: Path, cache: Path, docs: Path, examples: Path) -> subprocess.Comp
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     env.pop("LLMLAB_CACHE_MISS", None)
     return subprocess.run(
-        [sys.executable, "-m", "llmlab.precompute", "--docs", str(docs),
+        [sys.executable, "-m", "llmlab.build.precompute", "--docs", str(docs),
          "--examples", str(examples), "--cache-dir", str(cache), "--workers", "1"],
         env=env, capture_output=True, text=True, timeout=300, cwd=tree)
 
@@ -309,7 +309,7 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
 def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> None:
     """Two checkouts, one cache folder (worktrees, CI jobs): each run's report is
     kept by its inputs' stamp, so neither run's pages read the other's."""
-    from llmlab.precompute import find_calls, report_path, stamp
+    from llmlab.build.precompute import find_calls, report_path, stamp
 
     cache, examples = tmp_path / "cache", tmp_path / "examples"
     examples.mkdir()
@@ -346,7 +346,7 @@ def _project(root: Path) -> Path:
 def _precompute(cwd: Path, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("LLMLAB_CACHE_DIR", "LLMLAB_CACHE_MISS", "LLMLAB_CACHE")}
-    return subprocess.run([sys.executable, "-m", "llmlab.precompute", "--workers", "1"],
+    return subprocess.run([sys.executable, "-m", "llmlab.build.precompute", "--workers", "1"],
                           cwd=cwd, env={**clean, "OMP_NUM_THREADS": "1", **env},
                           capture_output=True, text=True, timeout=300)
 
@@ -382,7 +382,7 @@ def test_a_relative_cache_from_a_subfolder_and_damaged_outputs(tmp_path: Path) -
 
 
 def test_up_to_date_checks_every_output_and_removes_a_changed_one(tmp_path: Path) -> None:
-    from llmlab.precompute import output_digests, report_path, up_to_date
+    from llmlab.build.precompute import output_digests, report_path, up_to_date
 
     (tmp_path / "a.pkl").write_bytes(b"a")
     (tmp_path / "b.pkl").write_bytes(b"b")

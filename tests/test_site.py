@@ -19,7 +19,7 @@ import torch
 from bs4 import BeautifulSoup
 
 from conftest import ROOT, _free_port, build_env, run_mkdocs_build, write_mini_site
-from llmlab.precompute import notebooks
+from llmlab.build.precompute import notebooks
 
 pytestmark = pytest.mark.site
 
@@ -641,7 +641,7 @@ class ReadmeRoute:
 @pytest.fixture(scope="module")
 def readme_route(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRoute:
     """The README's `make serve`, as a new user runs it after `make setup`: a clean copy
-    of the checkout, an empty cache, ``python -m llmlab.precompute`` as a plain program
+    of the checkout, an empty cache, ``python -m llmlab.build.precompute`` as a plain program
     (from a folder inside the checkout, its output in a pipe), then ``mkdocs serve`` (from
     another folder) until its first page answers.
 
@@ -656,7 +656,7 @@ def readme_route(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRoute:
     for name in ("LLMLAB_CACHE_DIR", "LLMLAB_CACHE", "LLMLAB_CACHE_MISS", "PYTHONUNBUFFERED"):
         env.pop(name, None)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "llmlab.precompute"], cwd=clone / "docs",
+    proc = subprocess.run([sys.executable, "-m", "llmlab.build.precompute"], cwd=clone / "docs",
                           env=env, capture_output=True, text=True, timeout=3600)
     precompute_seconds = time.perf_counter() - start
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

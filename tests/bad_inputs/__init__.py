@@ -25,7 +25,7 @@ its target is defined in:
   llmlab.layers, llmlab.params, the two model families (llmlab.models.gpt2, built
   on the multi-head lecture, and llmlab.models.llama, assembled from the building
   blocks; both are trained, sized and sharded by later lectures), llmlab.data,
-  llmlab.provenance, llmlab.precompute, the report layer's shared package
+  llmlab.build.provenance, llmlab.build.precompute, the report layer's shared package
   (llmlab.report) and the diagrams drawn for several lectures (llmlab.report.diagrams).
 
 A target whose module path names a topic (``llmlab.report.training.*``,

@@ -1,6 +1,6 @@
 """Bad inputs of the modules every lecture shares: llmlab.checks, llmlab.functional,
 llmlab.layers, llmlab.params, the two model families (llmlab.models.gpt2,
-llmlab.models.llama), llmlab.data, llmlab.provenance, llmlab.precompute, the
+llmlab.models.llama), llmlab.data, llmlab.build.provenance, llmlab.build.precompute, the
 report layer's shared package (llmlab.report) and its diagrams
 (llmlab.report.diagrams).
 
@@ -21,12 +21,13 @@ import llmlab.models.gpt2 as gpt2
 import llmlab.models.llama as llama
 import llmlab.report as report
 import llmlab.report.diagrams as report_diagrams
-from llmlab import data, provenance
+from llmlab import data
+from llmlab.build import provenance
 from llmlab.functional import causal_mask, scaled_dot_product_attention, softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.params import count_parameters
-from llmlab import course
-from llmlab.precompute import computation_table
+from llmlab.build import course
+from llmlab.build.precompute import computation_table
 
 from bad_inputs import NAN, T, V, Case, case, _gpt2_lm, _ids, _llama_lm, _x
 
@@ -346,14 +347,14 @@ CASES: list[Case] = [
          lambda: llama.llama_parameter_count(vocab_size=-100, d_model=8, num_layers=1,
                                              d_ff=16), V, "vocab_size",
          r"vocab_size must be an int >= 1, got -100"),
-    # --- llmlab.data / llmlab.provenance -------------------------------------------
+    # --- llmlab.data / llmlab.build.provenance -------------------------------------------
     case("data.path unknown", "llmlab.data.path", lambda: data.path("input.txt"), V, "name",
          r"name \('input\.txt'\) is not a shipped data file"),
     case("data.path int", "llmlab.data.path", lambda: data.path(3), T, "name",
          r"name must be a str, got int"),
     case("tang_poems unknown", "llmlab.data.tang_poems", lambda: data.tang_poems("tang"), V,
          "collection", r"collection \('tang'\) must be one of"),
-    case("build_info device None", "llmlab.provenance.build_info",
+    case("build_info device None", "llmlab.build.provenance.build_info",
          lambda: provenance.build_info(None), T, "device", r"device must be a non-empty str"),
     # --- llmlab.report -------------------------------------------------------------
     case("language unknown", "llmlab.report.language", lambda: report.language("fr"), V,
@@ -435,20 +436,20 @@ CASES: list[Case] = [
     case("svg_from_figure of a string", "llmlab.report.svg_from_figure",
          lambda: report.svg_from_figure("fig"), T, "fig",
          r"fig must be a Matplotlib Figure, got str"),
-    case("computation_table page 3", "llmlab.precompute.computation_table",
+    case("computation_table page 3", "llmlab.build.precompute.computation_table",
          lambda: computation_table(3), T, "page", r"page must be a str"),
-    # --- llmlab.course --------------------------------------------------------------
-    case("course_pages of a number", "llmlab.course.course_pages",
+    # --- llmlab.build.course --------------------------------------------------------------
+    case("course_pages of a number", "llmlab.build.course.course_pages",
          lambda: course.course_pages(3), T, "root", r"root must be a folder \(str or Path\)"),
-    case("course_pages outside a course", "llmlab.course.course_pages",
+    case("course_pages outside a course", "llmlab.build.course.course_pages",
          lambda: course.course_pages("/"), V, "root",
          r"root must be the course's folder \(with mkdocs.yml\), got /"),
-    case("split_front_matter of bytes", "llmlab.course.split_front_matter",
+    case("split_front_matter of bytes", "llmlab.build.course.split_front_matter",
          lambda: course.split_front_matter(b"---"), T, "text", r"text must be a str"),
-    case("split_front_matter of a --- line", "llmlab.course.split_front_matter",
+    case("split_front_matter of a --- line", "llmlab.build.course.split_front_matter",
          lambda: course.split_front_matter("---\n# a title\n", "x.md"), V, "x.md",
          r"x.md: its leading --- block is not YAML front matter"),
-    case("contents of a number", "llmlab.course.contents",
+    case("contents of a number", "llmlab.build.course.contents",
          lambda: course.contents(3), T, "root", r"root must be a folder"),
     # --- llmlab.report.diagrams ----------------------------------------------------
     case("Diagram of an SVG string", "llmlab.report.diagrams.Diagram",
@@ -543,7 +544,7 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
 # Public names without a bad-input case, and why.
 EXEMPT: dict[str, str] = {
     "llmlab.data.shakespeare": "takes no arguments",
-    "llmlab.provenance.git_commit": "takes no arguments",
+    "llmlab.build.provenance.git_commit": "takes no arguments",
     "llmlab.report.diagrams.gpt2_vs_llama_block": "takes no arguments",
     "llmlab.report.cjk_font": "takes no arguments",
 }

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from llmlab.attention import CausalAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from llmlab.attention import causal_weights_masked, mha_from_wrapper
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import (
     check_divisible,
     check_dropout,

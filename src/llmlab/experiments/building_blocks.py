@@ -18,7 +18,7 @@ import platform
 import torch
 import torch.nn.functional as F
 
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import (
     check_choice,
     check_divisible,

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import check_finite_float, check_int, check_sizes
 from llmlab.compute import (
     A100_80GB,

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import (
     check_choice,
     check_divisible,

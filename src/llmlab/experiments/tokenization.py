@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from llmlab import data
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.tokenization import (
     Tokenizer,

@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from llmlab.cache import cached
+from llmlab.build.cache import cached
 from llmlab.checks import (
     check_bool,
     check_choice,

@@ -16,7 +16,7 @@ Two layers serve a hit: an in-process memo, always on, and an on-disk store,
 on when ``LLMLAB_CACHE_DIR`` names a folder and ``LLMLAB_CACHE`` is not ``0``.
 Because the key covers the code, a stale result is never served: an edited
 function simply misses. With ``LLMLAB_CACHE_MISS=error`` (or ``wait``, while
-``python -m llmlab.precompute`` is still computing) a miss raises
+``python -m llmlab.build.precompute`` is still computing) a miss raises
 :class:`NotPrecomputedError` instead of computing: the site's build sets it, so
 a page can only show what precompute computed from the manifest. Every call is
 recorded in :data:`RUN_LOG`.
@@ -69,8 +69,10 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/llmlab
 _THIS_FILE = Path(__file__).resolve()
+# What a cached result depends on leaves out the cache itself (and its package's docstring).
+_CACHE_FILES = {_THIS_FILE, _THIS_FILE.with_name("__init__.py")}
 
 
 class NotPrecomputedError(LookupError):
@@ -201,7 +203,7 @@ def _dependency_files(module: str) -> list[Path]:
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         todo.extend(_imported_modules(path, name))
-    return sorted(set(seen.values()) - {_THIS_FILE})
+    return sorted(set(seen.values()) - _CACHE_FILES)
 
 
 def _digest_files(files: list[Path]) -> str:
@@ -396,7 +398,7 @@ def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
 
 def wait_for(process: Any) -> None:
     """Let a miss under ``LLMLAB_CACHE_MISS=wait`` wait while ``process`` (the build's
-    ``python -m llmlab.precompute``, a :class:`subprocess.Popen`) runs; ``None``: none does."""
+    ``python -m llmlab.build.precompute``, a :class:`subprocess.Popen`) runs; ``None``: none does."""
     _PRECOMPUTE[:] = [process] if process is not None else []
 
 
@@ -417,7 +419,7 @@ def _miss(name: str, kwargs: dict[str, Any], path: Path | None) -> None:
         call = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise NotPrecomputedError(
             f"{name}({call}) is not in the result cache {path.parent if path else ''} "
-            f"(LLMLAB_CACHE_MISS={policy}): run `python -m llmlab.precompute` in the "
+            f"(LLMLAB_CACHE_MISS={policy}): run `python -m llmlab.build.precompute` in the "
             "course's folder; if it still misses, precompute did not find the call in the "
             "page's blocks (call the experiment there, with literal arguments)")
 
@@ -529,7 +531,7 @@ def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
 
     None, computing nothing, when the result is stored already or another
     process holds its lock (and is computing it). For a build's worker
-    processes (see :mod:`llmlab.precompute`).
+    processes (see :mod:`llmlab.build.precompute`).
     """
     folder = cache_dir()
     if folder is None:

@@ -1,14 +1,14 @@
 """Compute what the course's pages show, before the site is rendered.
 
-    python -m llmlab.precompute                 # what the pages' blocks compute
-    python -m llmlab.precompute --workers 1     # one process
-    python -m llmlab.precompute --list          # the calls, by page; compute nothing
+    python -m llmlab.build.precompute                 # what the pages' blocks compute
+    python -m llmlab.build.precompute --workers 1     # one process
+    python -m llmlab.build.precompute --list          # the calls, by page; compute nothing
 
 It runs from any folder of the course's checkout (:func:`project_root`). It
 reads, from every page's executed blocks and every notebook, the experiments
 they call (:func:`find_calls`: the pages are the manifest, nothing lists them a
 second time). This program computes every missing result into the
-content-addressed cache (``llmlab.cache``, folder ``LLMLAB_CACHE_DIR``, default
+content-addressed cache (``llmlab.build.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab`` in the checkout) in worker processes, costliest first, each split experiment's
 parts side by side (timings alone: see :func:`run_jobs`). Among those jobs it
 executes every notebook in ``examples/`` (the jupytext files; plain scripts such
@@ -49,9 +49,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from llmlab import cache
+from llmlab.build import cache
 from llmlab.checks import check_str
-from llmlab.course import contents
+from llmlab.build.course import contents
 from llmlab.report import Localized, fmt_float, img_tag, label, table
 
 __all__ = ["Call", "compute_experiments", "computation_table", "dependencies", "executed_blocks",
@@ -74,7 +74,7 @@ def project_root(start: str | Path | None = None) -> Path | None:
     the working folder) that holds ``mkdocs.yml`` and ``docs/``, else the checkout
     ``llmlab`` is installed from (an editable install), else None."""
     here = Path(start if start is not None else Path.cwd()).resolve()
-    installed = Path(__file__).resolve().parents[2]  # <checkout>/src/llmlab/precompute.py
+    installed = Path(__file__).resolve().parents[3]  # <checkout>/src/llmlab/build/precompute.py
     for folder in (here, *here.parents, installed):
         if (folder / "mkdocs.yml").is_file() and (folder / "docs").is_dir():
             return folder
@@ -304,7 +304,7 @@ def notebooks(examples: str | Path) -> list[Path]:
 
 
 def home_contents(docs: str | Path) -> dict[str, str]:
-    """Per language, the home page's list of lectures (:func:`llmlab.course.contents`)
+    """Per language, the home page's list of lectures (:func:`llmlab.build.course.contents`)
     when ``docs`` sits beside the site's ``mkdocs.yml``; else nothing."""
     root = Path(docs).parent
     if not (root / "mkdocs.yml").is_file():
@@ -350,7 +350,7 @@ def computation_table(page: str) -> Localized:
     the total, in which a part that several calls share counts once. The page
     is read from ``$LLMLAB_DOCS`` (the build sets it), else the checkout's
     ``docs/`` (:func:`find_calls`). A result that is not stored yet is waited for
-    as ``LLMLAB_CACHE_MISS`` says (:func:`llmlab.cache.stored_seconds`), so the
+    as ``LLMLAB_CACHE_MISS`` says (:func:`llmlab.build.cache.stored_seconds`), so the
     build shows this table without waiting for every other page's experiments.
     Without a filled cache (a block copied elsewhere) the table says so.
     """
@@ -359,8 +359,8 @@ def computation_table(page: str) -> Localized:
     docs = Path(os.environ.get("LLMLAB_DOCS") or (root / "docs" if root else "docs"))
     if cache.cache_dir() is None or not docs.is_dir():
         return table([label("实验", "experiment")],
-                     [[label("没有找到结果缓存：先运行 python -m llmlab.precompute",
-                             "no result cache found: run python -m llmlab.precompute")]])
+                     [[label("没有找到结果缓存：先运行 python -m llmlab.build.precompute",
+                             "no result cache found: run python -m llmlab.build.precompute")]])
     rows, every = [], {}
     calls = find_calls(docs, page=page)
     for call in calls:
@@ -424,7 +424,7 @@ def _context() -> multiprocessing.context.BaseContext:
 def dependencies(planned: list[list[dict[str, Any]]]) -> dict[str, set[str]]:
     """Per job key, the keys of the jobs it reads from the cache (its parts, theirs...).
 
-    Each plan lists a call's parts before the call (:func:`llmlab.cache.plan`); a
+    Each plan lists a call's parts before the call (:func:`llmlab.build.cache.plan`); a
     parent depends on what comes before it in a plan (at worst a sibling's part
     too, which only makes it wait a little longer).
     """
@@ -783,7 +783,7 @@ def _job_name(job: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmlab.precompute",
+    parser = argparse.ArgumentParser(prog="python -m llmlab.build.precompute",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path,
                         help="folder of the pages (default: the checkout's docs/)")

@@ -4,7 +4,7 @@ The order is the site's navigation (``nav`` in ``mkdocs.yml``); a page's title
 is its first heading and its summary the ``summary:`` of its front matter, each
 in the page's own language. So the home page lists a new lecture once its pages
 and its line in ``nav`` exist, and never a title the page no longer has.
-``python -m llmlab.precompute`` writes the list for the home pages.
+``python -m llmlab.build.precompute`` writes the list for the home pages.
 
 Taught on: the home page ("Lectures").
 """
@@ -103,7 +103,7 @@ def course_pages(root: str | Path) -> list[CoursePage]:
 def contents(root: str | Path) -> Localized:
     """The home page's numbered list: each page's title, linked, and its summary.
 
-    ``python -m llmlab.precompute`` writes it, per language, where the home
+    ``python -m llmlab.build.precompute`` writes it, per language, where the home
     pages include it (``--8<-- "zh/contents.md"``), so MkDocs checks its links as
     it checks every page's."""
     pages = course_pages(root)

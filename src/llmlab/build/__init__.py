@@ -1,0 +1,16 @@
+"""The course's build: what turns ``llmlab`` and the pages into the site.
+
+The package imports the report layer, never the reverse. Its modules:
+
+* :mod:`~llmlab.build.cache`: the content-addressed result cache and ``@cached``
+  (the one piece experiments use);
+* :mod:`~llmlab.build.manifest`: the experiment calls read from the pages' blocks;
+* :mod:`~llmlab.build.scheduler`: the worker processes that compute them;
+* :mod:`~llmlab.build.notebooks`: the example notebooks, executed and split by language;
+* :mod:`~llmlab.build.precompute`: the program (``python -m llmlab.build.precompute``);
+* :mod:`~llmlab.build.course`: the lecture list, from the navigation and the pages;
+* :mod:`~llmlab.build.provenance`: what built the site (commit, versions, machine).
+
+Nothing is imported here, so that ``from llmlab.build.cache import cached`` loads
+the cache alone.
+"""
