@@ -306,10 +306,13 @@ def test_editing_a_renderer_recomputes_nothing(tmp_path: Path) -> None:
     assert jobs() == ["run_dropout_demo"]
 
 
-def test_checkouts_sharing_a_cache_keep_their_own_reports(tmp_path: Path) -> None:
+def test_checkouts_sharing_a_cache_keep_their_own_reports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two checkouts, one cache folder (worktrees, CI jobs): each run's report is
     kept by its inputs' stamp, so neither run's pages read the other's."""
     from llmlab.build.precompute import find_calls, report_path, stamp
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as in _run: the stamp names the threads
 
     cache, examples = tmp_path / "cache", tmp_path / "examples"
     examples.mkdir()
