@@ -12,7 +12,12 @@ model reads first. A check raises
   out of range, an empty tuple of settings);
 
 and the message names the argument, says what it got and what was expected. Each
-check returns the checked value, so that a caller can check and assign in one line.
+check takes ``(name, value, ...)``, the argument's name first, and returns the
+checked value, so that a caller can check and assign in one line.
+
+Each rule is written here once. A module may keep a ``_check_*`` helper for several
+of its arguments checked together (``min_lr <= max_lr``, ``top_k <= vocab_size``),
+built from these functions; ``tests/test_checks_rules.py`` holds both rules.
 
 Tensor shapes are patterns of named dimensions, the same names as the shape comments
 in the code: ``check_tensor("x", x, "batch seq_len d_model", d_model=512)``. A name
