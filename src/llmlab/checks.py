@@ -12,7 +12,12 @@ model reads first. A check raises
   out of range, an empty tuple of settings);
 
 and the message names the argument, says what it got and what was expected. Each
-check returns the checked value, so that a caller can check and assign in one line.
+check takes ``(name, value, ...)``, the argument's name first, and returns the
+checked value, so that a caller can check and assign in one line.
+
+Each rule is written here once. A module may keep a ``_check_*`` helper for several
+of its arguments checked together (``min_lr <= max_lr``, ``top_k <= vocab_size``),
+built from these functions; ``tests/test_checks_rules.py`` holds both rules.
 
 Tensor shapes are patterns of named dimensions, the same names as the shape comments
 in the code: ``check_tensor("x", x, "batch seq_len d_model", d_model=512)``. A name
@@ -46,18 +51,22 @@ __all__ = [
     "check_bool",
     "check_callable",
     "check_choice",
+    "check_corpus",
     "check_divisible",
     "check_dropout",
+    "check_file",
     "check_finite_float",
     "check_floats",
     "check_int",
     "check_iterable",
+    "check_logits",
     "check_parameters",
     "check_path",
     "check_reduction",
     "check_rope_size",
     "check_sizes",
     "check_str",
+    "check_strs",
     "check_tensor",
     "check_tensors",
     "check_token_ids",
@@ -128,7 +137,7 @@ def check_finite_float(
     return value
 
 
-def check_dropout(value: object, name: str = "dropout") -> float:
+def check_dropout(name: str, value: object) -> float:
     """A dropout probability in ``[0, 1)``: at 1 every activation would be zeroed."""
     return check_finite_float(name, value, minimum=0.0, maximum=1.0, open_max=True)
 
@@ -166,6 +175,21 @@ def check_path(name: str, value: object) -> str | os.PathLike:
     """
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a str or os.PathLike, got {type(value).__name__}")
+    return value
+
+
+def check_file(name: str, value: object, method: str) -> Any:
+    """``value`` if it is a path or a binary file object with ``method``
+    (``"read"`` for one read from, ``"write"`` for one written to).
+
+    Raises:
+        TypeError: ``value`` is neither a path nor such a file object.
+    """
+    if not isinstance(value, (str, os.PathLike)) and not hasattr(value, method):
+        raise TypeError(
+            f"{name} must be a path or a binary file object with .{method}(), got "
+            f"{type(value).__name__}"
+        )
     return value
 
 
@@ -307,19 +331,30 @@ def check_rope_size(name: str, value: object) -> int:
     return value
 
 
-def check_divisible(name: str, value: int, by_name: str, by: int) -> None:
-    """``value % by == 0`` (both already checked as positive ints).
+def check_divisible(
+    name: str, value: int, by_name: str, by: int, *, reason: str | None = None
+) -> int:
+    """``value`` if ``value % by == 0`` (both already checked as positive ints).
+
+    Args:
+        name: The argument's name.
+        value: What was given.
+        by_name: The name of the divisor (another argument, a setting).
+        by: The divisor.
+        reason: Why, said after the error (e.g. "every rank takes an equal share").
 
     Raises:
         ValueError: ``by`` does not divide ``value``.
     """
     if value % by:
-        raise ValueError(f"{name} ({value}) must be divisible by {by_name} ({by})")
+        raise ValueError(f"{name} ({value}) must be divisible by {by_name} ({by})"
+                         + (f": {reason}" if reason else ""))
+    return value
 
 
 def check_sizes(
     name: str,
-    values: object,
+    value: object,
     *,
     minimum: int = 1,
     maximum: int | None = None,
@@ -328,24 +363,35 @@ def check_sizes(
     """A list or tuple of ints, each in ``[minimum, maximum]``, as a tuple.
 
     Raises:
-        TypeError: ``values`` is not a list or tuple, or holds a non-int.
-        ValueError: ``values`` is empty (when ``nonempty``) or one is out of range.
+        TypeError: ``value`` is not a list or tuple, or holds a non-int.
+        ValueError: ``value`` is empty (when ``nonempty``) or one is out of range.
     """
-    if not isinstance(values, (list, tuple)):
+    if not isinstance(value, (list, tuple)):
         raise TypeError(
-            f"{name} must be a tuple of ints, got {type(values).__name__} {values!r}"
+            f"{name} must be a tuple of ints, got {type(value).__name__} {value!r}"
         )
-    if nonempty and not values:
-        raise ValueError(f"{name} must hold at least one value, got {values!r}")
+    if nonempty and not value:
+        raise ValueError(f"{name} must hold at least one value, got {value!r}")
     return tuple(
         check_int(f"{name}[{i}]", v, minimum=minimum, maximum=maximum)
-        for i, v in enumerate(values)
+        for i, v in enumerate(value)
     )
+
+
+def check_strs(name: str, value: object) -> tuple[str, ...]:
+    """A list or tuple of str (texts, words), as a tuple; a str alone is refused.
+
+    Raises:
+        TypeError: ``value`` is not a list or tuple, or holds a non-str.
+    """
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of str, got {type(value).__name__}")
+    return tuple(check_str(f"{name}[{i}]", v) for i, v in enumerate(value))
 
 
 def check_floats(
     name: str,
-    values: object,
+    value: object,
     *,
     minimum: float | None = None,
     maximum: float | None = None,
@@ -354,19 +400,19 @@ def check_floats(
     """A list or tuple of finite numbers in ``[minimum, maximum]``, as a tuple.
 
     Raises:
-        TypeError: ``values`` is not a list or tuple, or holds a non-number.
-        ValueError: ``values`` is empty (when ``nonempty``), or one is NaN, infinite
+        TypeError: ``value`` is not a list or tuple, or holds a non-number.
+        ValueError: ``value`` is empty (when ``nonempty``), or one is NaN, infinite
             or out of range.
     """
-    if not isinstance(values, (list, tuple)):
+    if not isinstance(value, (list, tuple)):
         raise TypeError(
-            f"{name} must be a tuple of numbers, got {type(values).__name__} {values!r}"
+            f"{name} must be a tuple of numbers, got {type(value).__name__} {value!r}"
         )
-    if nonempty and not values:
-        raise ValueError(f"{name} must hold at least one value, got {values!r}")
+    if nonempty and not value:
+        raise ValueError(f"{name} must hold at least one value, got {value!r}")
     return tuple(
         check_finite_float(f"{name}[{i}]", v, minimum=minimum, maximum=maximum)
-        for i, v in enumerate(values)
+        for i, v in enumerate(value)
     )
 
 
@@ -671,32 +717,32 @@ def _check_index(name: str, value: Tensor, bound_name: str, sizes: Mapping) -> N
         )
 
 
-def check_reduction(name: str, x: object, dim: object) -> int:
+def check_reduction(name: str, value: object, dim: object) -> int:
     """A floating-point tensor that can be reduced along ``dim``; ``dim`` normalised.
 
     Raises:
-        TypeError: ``x`` is not a tensor or ``dim`` not an int.
-        ValueError: ``x`` is 0-d, not floating point or empty along ``dim``, or
+        TypeError: ``value`` is not a tensor or ``dim`` not an int.
+        ValueError: ``value`` is 0-d, not floating point or empty along ``dim``, or
             ``dim`` is out of range.
     """
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim == 0:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.ndim == 0:
         raise ValueError(f"{name} must have at least one dimension, got a 0-d tensor")
-    if not x.dtype.is_floating_point:
-        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-    dim = check_int("dim", dim, minimum=-x.ndim, maximum=x.ndim - 1)
-    if x.shape[dim] == 0:
+    if not value.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    dim = check_int("dim", dim, minimum=-value.ndim, maximum=value.ndim - 1)
+    if value.shape[dim] == 0:
         raise ValueError(
-            f"{name} has size 0 along dim={dim} (shape {_shape(x)}); expected at "
+            f"{name} has size 0 along dim={dim} (shape {_shape(value)}); expected at "
             "least one element to normalise over"
         )
-    return dim % x.ndim
+    return dim % value.ndim
 
 
 def check_token_ids(
     name: str,
-    ids: Tensor | np.ndarray,
+    value: Tensor | np.ndarray,
     vocab_size: int | None = None,
     *,
     arrays: bool = False,
@@ -705,33 +751,80 @@ def check_token_ids(
 
     Args:
         name: The argument's name.
-        ids: A tensor (or, with ``arrays``, a numpy array or memmap) of ids.
+        value: A tensor (or, with ``arrays``, a numpy array or memmap) of ids.
         vocab_size: The ids' upper bound (``None``: not checked).
         arrays: Accept numpy arrays too (a tokenized corpus); their range check
             reads them whole.
 
     Raises:
-        TypeError: ``ids`` is not a tensor (or numpy array, with ``arrays``).
+        TypeError: ``value`` is not a tensor (or numpy array, with ``arrays``).
         ValueError: Empty, not integer (floats, bools) or out of range.
     """
-    if arrays and isinstance(ids, np.ndarray):
-        integer = ids.dtype.kind in "iu"
-    elif not isinstance(ids, Tensor):
+    if not (isinstance(value, Tensor) or arrays and isinstance(value, np.ndarray)):
         kinds = "a torch.Tensor or numpy array" if arrays else "a torch.Tensor"
-        raise TypeError(f"{name} must be {kinds}, got {type(ids).__name__}")
-    else:
-        integer = not (ids.dtype.is_floating_point or ids.dtype.is_complex
-                       or ids.dtype == torch.bool)
-    if not integer:
-        raise ValueError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if ids.size == 0 if isinstance(ids, np.ndarray) else ids.numel() == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}); expected ids")
-    if vocab_size is not None and (isinstance(ids, np.ndarray)
-                                   or ids.device.type != "meta"):
-        low, high = int(ids.min()), int(ids.max())
+        raise TypeError(f"{name} must be {kinds}, got {type(value).__name__}")
+    if not _integer(value):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {value.dtype}")
+    if value.size == 0 if isinstance(value, np.ndarray) else value.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(value.shape)}); expected ids")
+    if vocab_size is not None and (isinstance(value, np.ndarray)
+                                   or value.device.type != "meta"):
+        low, high = int(value.min()), int(value.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
                 f"{name} must lie in [0, {vocab_size}) (vocab_size), "
                 f"got values from {low} to {high}"
             )
-    return ids
+    return value
+
+
+def check_corpus(name: str, value: object) -> Tensor | np.ndarray:
+    """A tokenized corpus: a 1-D array of integer token ids (a numpy array, a
+    ``numpy.memmap`` of a file on disk, or a CPU tensor), read in windows.
+
+    Its ids are not scanned: a corpus on disk may be gigabytes.
+
+    Raises:
+        TypeError: ``value`` is none of those.
+        ValueError: A tensor not on the CPU, a dtype that is not integer, not 1-D.
+    """
+    if isinstance(value, Tensor):
+        if value.device.type != "cpu":
+            raise ValueError(f"{name} must be on the CPU, got {value.device}")
+    elif not isinstance(value, np.ndarray):
+        raise TypeError(
+            f"{name} must be a numpy array, numpy.memmap or torch.Tensor of token "
+            f"ids, got {type(value).__name__}"
+        )
+    if not _integer(value):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {value.dtype}")
+    if value.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n_tokens,), got shape {tuple(value.shape)}")
+    return value
+
+
+def check_logits(name: str, value: object) -> Tensor:
+    """``value`` if it is a floating-point ``(..., vocab_size)`` tensor with
+    ``vocab_size >= 1`` (the scores a language model gives every token).
+
+    Raises:
+        TypeError: ``value`` is not a tensor.
+        ValueError: ``value`` is 0-d, has no last dimension to speak of, or is
+            not floating point.
+    """
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.ndim == 0 or value.shape[-1] == 0 or not value.dtype.is_floating_point:
+        raise ValueError(
+            f"{name} must be a floating-point (..., vocab_size) tensor, got shape "
+            f"{tuple(value.shape)} and dtype {value.dtype}"
+        )
+    return value
+
+
+def _integer(value: Tensor | np.ndarray) -> bool:
+    """Whether ``value`` holds integers (not floats, complex numbers or bools)."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "iu"
+    dtype = value.dtype
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)

@@ -207,7 +207,8 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _check_device(name: str) -> str:
+def _available_device(name: str) -> str:
+    """``name`` (argparse chose it among cpu, cuda, mps) if this machine has it."""
     import torch
 
     available = {
@@ -222,8 +223,9 @@ def _check_device(name: str) -> str:
     return name
 
 
-def _check_out(args: argparse.Namespace) -> dict | None:
-    """Refuse an ``--out`` a run would lose files in; on resume, its config.json.
+def _resumed_record(args: argparse.Namespace) -> dict | None:
+    """On ``--resume``, the config.json in ``--out`` (``None`` for a new run);
+    an ``--out`` a run would lose files in is refused.
 
     A new run needs ``--out`` missing or empty (else ``--force``); ``--resume``
     needs the checkpoint and config.json that llmlab-train wrote there.
@@ -368,8 +370,8 @@ def _read_json(path: Path) -> Any:
 def _train(argv: Sequence[str] | None) -> int:
     args = _train_parser().parse_args(argv)
     text = _read_text(args.data)
-    saved = _check_out(args)
-    device = _check_device(args.device)
+    saved = _resumed_record(args)
+    device = _available_device(args.device)
     settings = _model_settings(args, saved["model"] if saved else None)
 
     import torch
@@ -554,7 +556,7 @@ def _generate(argv: Sequence[str] | None) -> int:
         raise CliError(f"--checkpoint {folder} holds no {CHECKPOINT}")
     if not args.prompt:
         raise CliError("--prompt is empty; give some text to continue")
-    device = _check_device(args.device)
+    device = _available_device(args.device)
     record = _read_json(folder / CONFIG)
 
     import torch

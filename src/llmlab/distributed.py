@@ -55,6 +55,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from llmlab.checks import (
     check_callable,
+    check_choice,
+    check_divisible,
     check_finite_float,
     check_int,
     check_str,
@@ -110,13 +112,6 @@ class WorkerError(RuntimeError):
 # --------------------------------------------------------------------------
 # backends and process groups
 # --------------------------------------------------------------------------
-def _check_backend(backend: object) -> str:
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(
-            f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    return backend
-
-
 def resolve_backend(backend: str = "auto", world_size: int = 1) -> str:
     """``"nccl"`` or ``"gloo"`` for ``world_size`` local processes.
 
@@ -129,7 +124,7 @@ def resolve_backend(backend: str = "auto", world_size: int = 1) -> str:
 
     Taught on: "Where the compute and the memory go".
     """
-    _check_backend(backend)
+    check_choice("backend", backend, BACKENDS)
     check_int("world_size", world_size)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if backend == "auto":
@@ -184,7 +179,7 @@ def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
 
     Taught on: "Where the compute and the memory go".
     """
-    _check_backend(backend)  # before any process group is set up
+    check_choice("backend", backend, BACKENDS)  # before any process group is set up
     check_finite_float("timeout", timeout, minimum=0.0, open_min=True)
     seconds = datetime.timedelta(seconds=timeout)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
@@ -744,9 +739,9 @@ def _collect(processes: Sequence[Any], folder: str, deadline: float,
 # --------------------------------------------------------------------------
 # DDP and FSDP
 # --------------------------------------------------------------------------
+# a local composite (a module with parameters, and a process group), built from llmlab.checks
 def _check_model(model: object) -> nn.Module:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
     if next(model.parameters(), None) is None:
         raise ValueError("model has no parameters: there is nothing to synchronise")
     if not dist.is_initialized():
@@ -921,6 +916,7 @@ def distributed_train(
                            type(next(model.parameters())).__name__, record.seconds)
 
 
+# a local composite (batch_size against world_size), built from llmlab.checks
 def _check_batch_share(batch_size: object, world_size: object) -> None:
     """Positive ints, ``batch_size`` a multiple of ``world_size`` (an equal share each).
 
@@ -930,9 +926,8 @@ def _check_batch_share(batch_size: object, world_size: object) -> None:
     """
     check_int("world_size", world_size)
     check_int("batch_size", batch_size)
-    if batch_size % world_size:
-        raise ValueError(f"batch_size ({batch_size}) must be a multiple of world_size "
-                         f"({world_size}): every rank takes an equal share")
+    check_divisible("batch_size", batch_size, "world_size", world_size,
+                    reason="every rank takes an equal share")
 
 
 def _train_rank(config: LlamaConfig, train_data: Dataset, *, strategy: str, steps: int,

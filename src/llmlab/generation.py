@@ -27,6 +27,7 @@ from llmlab.checks import (
     check_bool,
     check_finite_float,
     check_int,
+    check_logits,
     check_token_ids,
     check_type,
 )
@@ -199,6 +200,7 @@ def _until_eos(ids: list[int], eos_token_id: int | None) -> list[int]:
     return ids
 
 
+# a local composite (a module with a language model's attributes), built from llmlab.checks
 def _check_model(model: nn.Module) -> None:
     check_type("model", model, nn.Module, expected="a TransformerLM")
     missing = [a for a in ("vocab_size", "context_length", "layers")
@@ -211,16 +213,11 @@ def _check_model(model: nn.Module) -> None:
         )
 
 
+# a local composite (the sampling settings against logits), built from llmlab.checks
 def _check_sampling(
     logits: Tensor, temperature: float, top_k: int | None, top_p: float | None
 ) -> None:
-    if not isinstance(logits, Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.ndim == 0 or logits.shape[-1] == 0 or not logits.dtype.is_floating_point:
-        raise ValueError(
-            "logits must be a floating-point (..., vocab_size) tensor, got shape "
-            f"{tuple(logits.shape)} and dtype {logits.dtype}"
-        )
+    check_logits("logits", logits)
     check_finite_float("temperature", temperature, minimum=0.0, open_min=True)
     if top_k is not None:
         check_int("top_k", top_k)
@@ -232,6 +229,7 @@ def _check_sampling(
         check_finite_float("top_p", top_p, minimum=0.0, maximum=1.0, open_min=True)
 
 
+# a local composite (generate()'s arguments together), built from llmlab.checks
 def _check_generate(
     prompt: Tensor | list[int],
     vocab_size: int,
@@ -262,8 +260,7 @@ def _check_generate(
         )
     check_token_ids("prompt", prompt, vocab_size)
     check_int("max_new_tokens", max_new_tokens)
-    if not isinstance(greedy, bool):
-        raise TypeError(f"greedy must be a bool, got {type(greedy).__name__}")
+    check_bool("greedy", greedy)
     _check_sampling(torch.zeros(vocab_size), temperature, top_k, top_p)
     if eos_token_id is not None:
         check_int("eos_token_id", eos_token_id, minimum=0)
@@ -271,8 +268,6 @@ def _check_generate(
             raise ValueError(
                 f"eos_token_id ({eos_token_id}) must be below vocab_size ({vocab_size})"
             )
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator, got {type(generator).__name__}"
-        )
+    if generator is not None:
+        check_type("generator", generator, torch.Generator, expected="a torch.Generator")
     return prompt.long()

@@ -29,14 +29,10 @@ from llmlab.checks import check_finite_float, check_int, check_rope_size, check_
 __all__ = ["RotaryPositionalEmbedding", "rope_complex", "rope_frequencies"]
 
 
-def _check_d_k(d_k: int) -> int:
-    return check_rope_size("d_k", d_k)
-
-
 def rope_frequencies(theta: float, d_k: int) -> Tensor:
     """Angular frequencies ``θ_k = theta^(-2k/d_k)``, ``k = 0..d_k/2-1``, float64."""
     check_finite_float("theta", theta, minimum=0.0, open_min=True)
-    _check_d_k(d_k)
+    check_rope_size("d_k", d_k)
     k = torch.arange(d_k // 2, dtype=torch.float64)
     return theta ** (-2 * k / d_k)  # (d_k/2,)
 

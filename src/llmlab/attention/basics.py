@@ -18,10 +18,9 @@ from llmlab.checks import (
     check_finite_float,
     check_int,
     check_reduction,
-    check_str,
+    check_strs,
     check_tensor,
     check_tensors,
-    check_type,
 )
 from llmlab.functional import causal_mask, softmax
 
@@ -40,6 +39,7 @@ __all__ = [
 ]
 
 
+# a local composite (query against keys), built from llmlab.checks
 def _check_query_keys(query: Tensor, keys: Tensor) -> None:
     check_tensors(query=(query, "d", "float"), keys=(keys, "seq_len d", "float"))
 
@@ -58,11 +58,9 @@ def toy_embeddings(words: list[str], dim: int = 3, seed: int = 0) -> Tensor:
     Returns:
         ``(len(words), dim)``.
     """
-    check_type("words", words, (list, tuple), expected="a list of str")
+    check_strs("words", words)
     if not words:
         raise ValueError("words must hold at least one token, got an empty list")
-    for i, word in enumerate(words):
-        check_str(f"words[{i}]", word)
     check_int("dim", dim)
     check_int("seed", seed, minimum=0)
     generator = torch.Generator().manual_seed(seed)
@@ -183,6 +181,7 @@ def causal_weights_masked(scores: Tensor, scale: float | None = None) -> Tensor:
     return softmax(masked if scale is None else masked / scale, dim=-1)
 
 
+# a local composite (scores and scale), built from llmlab.checks
 def _check_causal(scores: Tensor, scale: float | None) -> None:
     check_tensor("scores", scores, "... seq_len seq_len", "float")
     if scale is not None:

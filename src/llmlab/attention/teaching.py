@@ -158,7 +158,7 @@ class CausalAttention(nn.Module):
         super().__init__()
         self.d_in, self.d_out = check_int("d_in", d_in), check_int("d_out", d_out)
         self.context_length = check_int("context_length", context_length)
-        check_dropout(dropout)
+        check_dropout("dropout", dropout)
         check_bool("qkv_bias", qkv_bias)
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -268,7 +268,7 @@ class MultiHeadAttention(nn.Module):
         self.context_length = check_int("context_length", context_length)
         self.num_heads = check_int("num_heads", num_heads)
         check_divisible("d_out", d_out, "num_heads", num_heads)
-        check_dropout(dropout)
+        check_dropout("dropout", dropout)
         check_bool("qkv_bias", qkv_bias)
         self.d_head = d_out // num_heads
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)

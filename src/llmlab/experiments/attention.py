@@ -339,7 +339,7 @@ class DropoutDemoResult:
 def run_dropout_demo(p: float = 0.5, seq_len: int = 6, seed: int = 123
                      ) -> DropoutDemoResult:
     """Apply ``nn.Dropout(p)`` to a causal weight matrix, in train and eval mode."""
-    check_dropout(p, "p")  # in [0, 1): p = 1 would keep no weight
+    check_dropout("p", p)  # in [0, 1): p = 1 would keep no weight
     check_int("seq_len", seq_len)
     check_int("seed", seed, minimum=0)
     torch.manual_seed(seed)

@@ -674,6 +674,7 @@ def _single_process(config: LlamaConfig, data: np.ndarray, steps: int, batch_siz
     return record, grads, final
 
 
+# a local composite (the launches' arguments together), built from llmlab.checks
 def _check_parallel(world_size: object, steps: object, batch_size: object,
                     seed: object) -> None:
     """The arguments of the launches, checked before any process starts."""

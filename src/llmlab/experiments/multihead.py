@@ -212,6 +212,7 @@ class CopyRuns:
     answers: list[list[list[float]]]
 
 
+# a local composite (the copy task's settings together), built from llmlab.checks
 def _check_copy_settings(heads: tuple[int, ...], seeds: tuple[int, ...],
                          offsets: tuple[int, ...], vocab_size: int, seq_len: int,
                          d_model: int, steps: int, lr: float, batch_size: int,
@@ -443,6 +444,7 @@ def collapse_score(hidden: Tensor) -> float:
     return sim[:, ~torch.eye(T, dtype=torch.bool)].mean().item()  # off-diagonal
 
 
+# a local composite (the residual task's settings together), built from llmlab.checks
 def _check_residual_settings(n_layers: int, d_model: int, n_heads: int, offset: int,
                              vocab_size: int, seq_len: int, steps: int, lr: float,
                              batch_size: int, n_eval: int, seed: int) -> None:

@@ -98,7 +98,7 @@ class MultiHeadSelfAttention(nn.Module):
         check_divisible("d_model", d_model, "n_heads", n_heads)
         self.d_head = d_model // n_heads
         self.causal = check_bool("causal", causal)
-        check_dropout(dropout)
+        check_dropout("dropout", dropout)
         self.qkv = nn.Linear(d_model, 3 * d_model)  # W_Q, W_K, W_V in one matrix
         self.proj = nn.Linear(d_model, d_model)  # W^O: mixes the heads
         self.attn_dropout = nn.Dropout(dropout)
@@ -198,7 +198,7 @@ class MLP(nn.Module):
         super().__init__()
         self.d_model = check_int("d_model", d_model)
         d_ff = 4 * d_model if d_ff is None else check_int("d_ff", d_ff)
-        check_dropout(dropout)
+        check_dropout("dropout", dropout)
         self.fc = nn.Linear(d_model, d_ff)
         self.act = nn.GELU(approximate="tanh")
         self.proj = nn.Linear(d_ff, d_model)
@@ -285,7 +285,7 @@ class GPT2Config:
         for name in ("vocab_size", "context_length", "d_model", "n_layers", "n_heads"):
             check_int(name, getattr(self, name))
         check_divisible("d_model", self.d_model, "n_heads", self.n_heads)
-        check_dropout(self.dropout)
+        check_dropout("dropout", self.dropout)
 
 
 GPT2_SMALL = GPT2Config(
@@ -304,6 +304,7 @@ def block_param_count(d_model: int) -> int:
     return 12 * d_model**2 + 13 * d_model
 
 
+# one check_type of llmlab.checks, with the hint that names Llama's API
 def _check_config(config: object) -> GPT2Config:
     return check_type(
         "config", config, GPT2Config,

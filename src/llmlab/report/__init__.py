@@ -272,6 +272,7 @@ def markdown_table(headers: Sequence[Any], rows: Sequence[Sequence[Any]],
     return _as_printed(_markdown_table(headers, rows, align, lang))
 
 
+# a local composite (headers, rows and align together), built from llmlab.checks
 def _check_table(headers: Any, rows: Any, align: Any, lang: str | None
                  ) -> tuple[str, list, str]:
     """:func:`markdown_table`'s arguments checked: language, rows, alignment."""
@@ -616,6 +617,7 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
     return _draw(lang, width, height, draw)
 
 
+# a local composite (a dict of (xs, ys) pairs), built from llmlab.checks
 def _check_series(series: object) -> None:
     check_type("series", series, Mapping, expected="a dict of name -> (xs, ys)")
     if not series:

@@ -25,6 +25,7 @@ from llmlab.checks import (
     check_int,
     check_sizes,
     check_str,
+    check_strs,
     check_type,
 )
 from llmlab.experiments.training import (
@@ -110,30 +111,21 @@ RULE_NAMES = {
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but "\n"
 
 
-def _check_texts(name: str, texts: object) -> None:
-    """A list or tuple of str (generated texts); a str alone is refused."""
-    if not isinstance(texts, (list, tuple)):
-        raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
-    for i, t in enumerate(texts):
-        check_str(f"{name}[{i}]", t)
-
-
+# a local composite (a list and each of its items), built from llmlab.checks
 def _check_runs(runs: object) -> None:
     """A non-empty list or tuple of :class:`TrainingRunResult`."""
-    if not isinstance(runs, (list, tuple)):
-        raise TypeError(f"runs must be a list of TrainingRunResult, got "
-                        f"{type(runs).__name__}")
+    check_type("runs", runs, (list, tuple), expected="a list of TrainingRunResult")
     if not runs:
         raise ValueError(f"runs must hold at least one TrainingRunResult, got {runs!r}")
     for i, r in enumerate(runs):
         check_type(f"runs[{i}]", r, TrainingRunResult)
 
 
+# a local composite (each row's corpus, text, tokens and ids), built from llmlab.checks
 def _check_encoding_rows(rows: object) -> None:
     """``(corpus, text, tokens, ids)`` rows, one id per token."""
-    if not isinstance(rows, (list, tuple)):
-        raise TypeError(f"rows must be a list of (corpus, text, tokens, ids), got "
-                        f"{type(rows).__name__}")
+    check_type("rows", rows, (list, tuple),
+               expected="a list of (corpus, text, tokens, ids)")
     for i, row in enumerate(rows):
         if not isinstance(row, (list, tuple)) or len(row) != 4:
             raise ValueError(f"rows[{i}] must be a (corpus, text, tokens, ids) tuple, "
@@ -222,21 +214,21 @@ def fmt_bytes(n: int) -> str:
 
 def undecodable_share(texts: Sequence[str]) -> float:
     """Share of characters that are ``�`` (bytes that form no UTF-8 character)."""
-    _check_texts("texts", texts)
+    check_strs("texts", texts)
     chars = sum(len(t) for t in texts)
     return sum(t.count("\ufffd") for t in texts) / chars if chars else 0.0
 
 
 def mostly_shaped(texts: Sequence[str]) -> int:
     """How many of ``texts`` have more than half of their lines in the poem shape."""
-    _check_texts("texts", texts)
+    check_strs("texts", texts)
     counts = [poem_shape_share(t) for t in texts]
     return sum(shaped > lines / 2 for shaped, lines in counts if lines)
 
 
 def mostly_couplets(texts: Sequence[str]) -> int:
     """How many of ``texts`` have more than half of their lines couplets (any halves)."""
-    _check_texts("texts", texts)
+    check_strs("texts", texts)
     counts = [(len(poem_halves(t)), poem_shape_share(t)[1]) for t in texts]
     return sum(couplets > lines / 2 for couplets, lines in counts if lines)
 

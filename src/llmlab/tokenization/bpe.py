@@ -73,6 +73,7 @@ def check_vocab_size(vocab_size: object, num_special: int) -> int:
     return vocab_size
 
 
+# a local composite (a mapping's keys and values), built from llmlab.checks
 def _check_counts(pretoken_counts: object) -> Mapping[bytes, int]:
     check_type("pretoken_counts", pretoken_counts, Mapping,
                expected="a mapping of bytes to int")
@@ -86,10 +87,6 @@ def _check_counts(pretoken_counts: object) -> Mapping[bytes, int]:
                 f"pretoken_counts values must be positive ints, got {n!r} for {word!r}"
             )
     return pretoken_counts
-
-
-def _check_num_merges(num_merges: object) -> int:
-    return check_int("num_merges", num_merges, minimum=0)
 
 
 def _merge_word(word: list[int], a: int, b: int, new: int) -> list[int]:
@@ -121,7 +118,7 @@ def learn_merges_naive(
     Taught on: "Tokenization".
     """
     _check_counts(pretoken_counts)
-    _check_num_merges(num_merges)
+    check_int("num_merges", num_merges, minimum=0)
     tokens = [bytes([i]) for i in range(256)]  # id -> bytes
     words = [list(w) for w in pretoken_counts]
     freqs = list(pretoken_counts.values())
@@ -224,7 +221,7 @@ def learn_merges(pretoken_counts: Mapping[bytes, int], num_merges: int) -> list[
     Taught on: "Tokenization".
     """
     _check_counts(pretoken_counts)
-    _check_num_merges(num_merges)
+    check_int("num_merges", num_merges, minimum=0)
     tokens = [bytes([i]) for i in range(256)]  # id -> bytes
     keys = [_descending(t) for t in tokens]  # id -> tie-break key
     words = [list(w) for w in pretoken_counts]
@@ -324,6 +321,7 @@ def train_bpe_from_counts(
     return vocab_from_merges(merges, specials), merges
 
 
+# a local composite (a path that names an existing file), built from llmlab.checks
 def _check_input_path(input_path: object) -> Path:
     path = Path(check_path("input_path", input_path))
     if not path.is_file():

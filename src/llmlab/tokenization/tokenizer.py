@@ -67,6 +67,7 @@ def bytes_to_unicode() -> dict[int, str]:
     return dict(zip(printable, map(chr, chars)))
 
 
+# a local composite (a byte-level BPE vocab's ids and tokens), built from llmlab.checks
 def _check_vocab(vocab: object) -> dict[int, bytes]:
     check_type("vocab", vocab, Mapping, expected="a dict of int to bytes")
     for i, token in vocab.items():
@@ -86,13 +87,13 @@ def _check_vocab(vocab: object) -> dict[int, bytes]:
     return dict(vocab)
 
 
-def _check_merge(rank: int, pair: tuple, token_ids: dict[bytes, int]) -> None:
-    """Raise the error that ``merges[rank]`` deserves."""
+def _merge_error(rank: int, pair: tuple, token_ids: dict[bytes, int]) -> Exception:
+    """The error that ``merges[rank]`` deserves, once it failed to resolve."""
     if len(pair) != 2 or not all(isinstance(t, bytes) for t in pair):
-        raise TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
+        return TypeError(f"merges[{rank}] must be a pair of bytes, got {pair!r}")
     a, b = pair
     unknown = [t for t in (a, b, a + b) if t not in token_ids]
-    raise ValueError(
+    return ValueError(
         f"merges[{rank}] ({a!r}, {b!r}) names tokens missing from vocab: {unknown}"
     )
 
@@ -157,8 +158,7 @@ class Tokenizer:
                 if type(a) is not bytes or type(b) is not bytes:
                     raise TypeError
             except (KeyError, TypeError, ValueError):
-                _check_merge(rank, pair, token_ids)
-                raise  # not reached: _check_merge raises
+                raise _merge_error(rank, pair, token_ids)
             if (left, right) not in self._rank:  # a repeated merge keeps its first rank
                 self._rank[left, right] = rank
                 self._merged[left, right] = new

@@ -23,7 +23,7 @@ from typing import IO, Any
 import torch
 from torch import nn
 
-from llmlab.checks import check_int, check_type
+from llmlab.checks import check_file, check_int, check_type
 
 __all__ = ["checkpoint_extra", "load_checkpoint", "save_checkpoint"]
 
@@ -64,7 +64,7 @@ def save_checkpoint(
     check_type("optimizer", optimizer, torch.optim.Optimizer,
                expected="a torch.optim.Optimizer")
     check_int("iteration", iteration, minimum=0)
-    _check_file("out", out, "write")
+    check_file("out", out, "write")
     if generator is not None:
         check_type("generator", generator, torch.Generator,
                    expected="a torch.Generator")
@@ -141,7 +141,7 @@ def load_checkpoint(
 
     Taught on: "Training and generating text".
     """
-    _check_file("src", src, "read")
+    check_file("src", src, "read")
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
     if optimizer is not None:
         check_type("optimizer", optimizer, torch.optim.Optimizer,
@@ -150,9 +150,9 @@ def load_checkpoint(
         check_type("generator", generator, torch.Generator,
                    expected="a torch.Generator")
     checkpoint = _read(src, map_location)
-    _check_model_state(checkpoint["model"], model)
+    _match_model_state(checkpoint["model"], model)
     if optimizer is not None:
-        _check_optimizer_state(checkpoint["optimizer"], optimizer)
+        _match_optimizer_state(checkpoint["optimizer"], optimizer)
     rng = checkpoint["rng"]
     if generator is not None:
         if "generator" not in rng:
@@ -160,8 +160,8 @@ def load_checkpoint(
                 "generator was given, but src holds no generator state "
                 "(save_checkpoint was called without one)"
             )
-        _check_rng("generator", rng["generator"], generator.get_state())
-    _check_rng("torch", rng["torch"], torch.get_rng_state())
+        _match_rng("generator", rng["generator"], generator.get_state())
+    _match_rng("torch", rng["torch"], torch.get_rng_state())
     # everything fits: now change things
     model.load_state_dict(checkpoint["model"])
     if optimizer is not None:
@@ -183,17 +183,8 @@ def checkpoint_extra(src: PathOrFile) -> dict[str, Any]:
 
     Taught on: "Training and generating text".
     """
-    _check_file("src", src, "read")
+    check_file("src", src, "read")
     return _read(src, "cpu")["extra"]
-
-
-def _check_file(name: str, value: object, method: str) -> None:
-    """A path, or a binary file-like object with ``method`` (``read``, ``write``)."""
-    if not isinstance(value, (str, os.PathLike)) and not hasattr(value, method):
-        raise TypeError(
-            f"{name} must be a path or a binary file object with .{method}(), got "
-            f"{type(value).__name__}"
-        )
 
 
 _KEYS = ("model", "optimizer", "iteration", "rng", "extra")
@@ -245,7 +236,7 @@ def _listed(names: list[str], most: int = 3) -> str:
     return ", ".join(names[:most]) + more
 
 
-def _check_model_state(saved: Mapping[str, Any], model: nn.Module) -> None:
+def _match_model_state(saved: Mapping[str, Any], model: nn.Module) -> None:
     """The saved weights have exactly the model's names and shapes."""
     own = model.state_dict()
     missing = [k for k in own if k not in saved]
@@ -270,7 +261,7 @@ _PARAMETER_SHAPED = ("m", "v", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
                     "momentum_buffer")
 
 
-def _check_optimizer_state(saved: Mapping[str, Any],
+def _match_optimizer_state(saved: Mapping[str, Any],
                            optimizer: torch.optim.Optimizer) -> None:
     """What ``Optimizer.load_state_dict`` checks, and each state's shape."""
     wrong = "optimizer does not fit the checkpoint src"
@@ -306,7 +297,7 @@ def _check_optimizer_state(saved: Mapping[str, Any],
                                  f"has {_shape(shape)}")
 
 
-def _check_rng(name: str, saved: object, current: torch.Tensor) -> None:
+def _match_rng(name: str, saved: object, current: torch.Tensor) -> None:
     """A saved generator state that ``set_state`` will take (same size, bytes)."""
     if not isinstance(saved, torch.Tensor) or saved.dtype != torch.uint8 or (
             saved.shape != current.shape):

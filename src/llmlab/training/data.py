@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_finite_float, check_int, check_iterable
+from llmlab.checks import check_corpus, check_finite_float, check_int, check_iterable
 
 __all__ = ["ByteTokenizer", "get_batch", "split_tokens"]
 
@@ -59,7 +59,7 @@ def get_batch(
     Taught on: "Training and generating text".
     """
     try:
-        n_tokens = _check_dataset(dataset)
+        n_tokens = len(check_corpus("dataset", dataset))
         check_int("batch_size", batch_size)
         check_int("context_length", context_length)
     except TypeError as err:  # CS336's interface: a ValueError for every bad value
@@ -82,30 +82,6 @@ def get_batch(
     return windows[:, :-1], windows[:, 1:]  # inputs, next-token targets
 
 
-def _check_dataset(dataset: object, name: str = "dataset") -> int:
-    if isinstance(dataset, Tensor):
-        dtype_ok = not (dataset.dtype.is_floating_point or dataset.dtype.is_complex
-                        or dataset.dtype == torch.bool)
-        if dataset.device.type != "cpu":
-            raise ValueError(f"{name} must be on the CPU, got {dataset.device}")
-    elif isinstance(dataset, np.ndarray):
-        dtype_ok = dataset.dtype.kind in "iu"
-    else:
-        raise TypeError(
-            f"{name} must be a numpy array, numpy.memmap or torch.Tensor of token "
-            f"ids, got {type(dataset).__name__}"
-        )
-    if not dtype_ok:
-        raise ValueError(
-            f"{name} must hold integer token ids, got dtype {dataset.dtype}"
-        )
-    if dataset.ndim != 1:
-        raise ValueError(
-            f"{name} must be 1-D (n_tokens,), got shape {tuple(dataset.shape)}"
-        )
-    return int(dataset.shape[0])
-
-
 def split_tokens(
     tokens: np.ndarray, validation_fraction: float = 0.1
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +92,7 @@ def split_tokens(
 
     Taught on: "Training and generating text".
     """
-    n_tokens = _check_dataset(tokens, "tokens")
+    n_tokens = len(check_corpus("tokens", tokens))
     check_finite_float("validation_fraction", validation_fraction, minimum=0.0,
                        maximum=1.0, open_min=True, open_max=True)
     cut = n_tokens - int(round(n_tokens * validation_fraction))

@@ -19,8 +19,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from llmlab.checks import check_callable, check_finite_float, check_int, check_type
-from llmlab.training.data import _check_dataset, get_batch
+from llmlab.checks import (
+    check_callable,
+    check_corpus,
+    check_finite_float,
+    check_int,
+    check_type,
+)
+from llmlab.training.data import get_batch
 from llmlab.training.loss import cross_entropy
 from llmlab.training.optim import gradient_clipping
 
@@ -114,7 +120,7 @@ def estimate_loss(
     Taught on: "Training and generating text".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    n_tokens = _check_dataset(dataset)
+    n_tokens = len(check_corpus("dataset", dataset))
     check_int("batch_size", batch_size)
     check_int("context_length", context_length)
     check_int("num_batches", num_batches)
@@ -268,6 +274,7 @@ def _model_device(model: nn.Module) -> torch.device:
     return parameter.device if parameter is not None else torch.device("cpu")
 
 
+# a local composite (the arguments of train() together), built from llmlab.checks
 def _check_train_args(
     train_data: Dataset,
     *,
@@ -310,7 +317,7 @@ def _check_train_args(
     check_int("start_iteration", start_iteration, minimum=0)
     for name, data in (("train_data", train_data), ("val_data", val_data)):
         if data is not None:
-            _check_dataset(data, name)
+            check_corpus(name, data)
         if data is not None and len(data) <= context_length:
             raise ValueError(
                 f"{name} has {len(data)} tokens; it must hold more than "
@@ -319,6 +326,7 @@ def _check_train_args(
     return context_length
 
 
+# a local composite (batch_rows against batch_size), built from llmlab.checks
 def _check_batch_rows(batch_rows: object, batch_size: int) -> None:
     check_type("batch_rows", batch_rows, slice,
                expected="a slice of the batch's rows (e.g. slice(0, 4))")

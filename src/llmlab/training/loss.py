@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_token_ids
+from llmlab.checks import check_logits, check_token_ids
 
 __all__ = ["cross_entropy", "perplexity"]
 
@@ -48,14 +48,9 @@ def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     return (log_normaliser - target_logit).mean()
 
 
+# a local composite (targets against logits), built from llmlab.checks
 def _check_cross_entropy(logits: Tensor, targets: Tensor) -> None:
-    if not isinstance(logits, Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.ndim == 0 or not logits.dtype.is_floating_point:
-        raise ValueError(
-            "logits must be a floating-point (..., vocab_size) tensor, got shape "
-            f"{tuple(logits.shape)} and dtype {logits.dtype}"
-        )
+    check_logits("logits", logits)
     if not isinstance(targets, Tensor) or targets.shape != logits.shape[:-1]:
         shape = tuple(targets.shape) if isinstance(targets, Tensor) else targets
         raise ValueError(

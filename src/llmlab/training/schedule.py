@@ -52,6 +52,7 @@ def get_lr_cosine_schedule(
     return min_learning_rate  # post-annealing floor
 
 
+# a local composite (the schedule's settings against each other), built from llmlab.checks
 def _check_schedule(it: int, max_lr: float, min_lr: float, warmup: int,
                     cycle: int) -> None:
     check_int("it", it, minimum=0)
