@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
-from llmlab.models.llama import LLAMA_TOY, TransformerLM, llama_parameter_count
+from llmlab.models.llama import LLAMA_TOY, TransformerLM
 from llmlab.params import count_parameters
 from llmlab.report import fmt_int, fmt_shape, label, table, yes_no
 
@@ -65,13 +65,13 @@ display(table([label("状态字典的键", "state-dict key"), label("形状", "s
 # %% [markdown] lang="zh"
 # ## 数参数
 #
-# 每一部分先按公式算，再按代码数，两者必须相等；最后加总，与 `llama_parameter_count` 对照。
+# 每一部分先按公式算，再按代码数，两者必须相等；最后加总，与 `LlamaConfig.parameter_count` 对照。
 
 # %% [markdown] lang="en"
 # ## Count the parameters
 #
 # Each part is counted by formula and by code, and the two must agree; the total is then
-# checked against `llama_parameter_count`.
+# checked against `LlamaConfig.parameter_count`.
 
 # %%
 d, d_ff, V, L = config.d_model, config.d_ff, config.vocab_size, config.num_layers
@@ -88,8 +88,8 @@ parts = [
 ]
 for name, formula, code in parts:
     assert formula == code, name
-total = llama_parameter_count(**dataclasses.asdict(config))
-assert total == count_parameters(model) == config.parameter_count()
+total = config.parameter_count()
+assert total == count_parameters(model)
 rows = [(name, fmt_int(f), fmt_int(c)) for name, f, c in parts]
 rows.append((label("合计", "total"), fmt_int(total), fmt_int(count_parameters(model))))
 display(table([label("部分", "part"), label("公式", "formula"), label("代码", "code")], rows))

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmlab.compute import LLAMA2_7B_RUN, count_flops, zero_bytes_per_device
 from llmlab.experiments import distributed as exp
+from llmlab.flops import count_flops
+from llmlab.hardware import LLAMA2_7B_RUN
+from llmlab.memory import zero_bytes_per_device
 from llmlab.models.llama import LLAMA2_7B, LLAMA_TOY, TransformerLM
 
 torch.set_num_threads(1)

@@ -13,10 +13,8 @@ from llmlab.models.gpt2 import (
     MultiHeadSelfAttention,
     TransformerBlock,
     TransformerLM,
-    block_param_count,
+    block_parameter_count,
     count_parameters,
-    gpt2_param_breakdown,
-    gpt2_param_count,
 )
 
 torch.set_num_threads(1)
@@ -171,8 +169,8 @@ def test_mlp_shape_and_params():
 @pytest.mark.parametrize("d_model", [64, 128, 768])
 def test_block_param_formula(d_model):
     block = TransformerBlock(d_model, n_heads=4)
-    assert count_parameters(block) == block_param_count(d_model)
-    assert block_param_count(d_model) == 12 * d_model**2 + 13 * d_model
+    assert count_parameters(block) == block_parameter_count(d_model)
+    assert block_parameter_count(d_model) == 12 * d_model**2 + 13 * d_model
 
 
 def test_tied_output_counted_once():
@@ -182,7 +180,7 @@ def test_tied_output_counted_once():
     config = GPT2Config(
         vocab_size=50, context_length=8, d_model=16, n_layers=2, n_heads=4
     )
-    assert count_parameters(model) == gpt2_param_count(config)
+    assert count_parameters(model) == config.parameter_count()
     every_use = sum(p.numel() for m in model.modules() for p in m.parameters(False))
     assert every_use == count_parameters(model) + 50 * 16
 
@@ -212,8 +210,8 @@ def test_loading_untied_output_weights_is_refused():
 
 def test_gpt2_small_parameter_count():
     assert GPT2_SMALL == GPT2Config(50257, 1024, 768, 12, 12)
-    assert gpt2_param_count(GPT2_SMALL) == 124_439_808
-    parts = gpt2_param_breakdown(GPT2_SMALL)
+    assert GPT2_SMALL.parameter_count() == 124_439_808
+    parts = GPT2_SMALL.parameter_breakdown()
     assert parts["tok_emb"] == 50257 * 768
     assert sum(parts.values()) == 124_439_808
 
@@ -222,6 +220,28 @@ def test_gpt2_small_model_builds_to_the_formula():
     torch.manual_seed(0)
     model = TransformerLM.from_config(GPT2_SMALL)
     assert count_parameters(model) == 124_439_808
+
+
+@pytest.mark.parametrize("config", [
+    GPT2Config(vocab_size=50, context_length=8, d_model=16, n_layers=2, n_heads=4),
+    GPT2_SMALL,
+])
+def test_parameter_formulas_match_the_code(config):
+    with torch.device("meta"):
+        model = TransformerLM.from_config(config)
+    assert count_parameters(model) == config.parameter_count()
+    parts = config.parameter_breakdown()  # by child module, each counted
+    assert {name: count_parameters(getattr(model, name)) for name in parts} == parts
+    # the weights that multiply an activation: every Linear's, the tied lm_head once
+    linear = {id(m.weight): m.weight.numel() for m in model.modules()
+              if isinstance(m, nn.Linear)}
+    assert sum(linear.values()) == config.matmul_parameter_count()
+    assert config.matmul_parameter_count() == (
+        12 * config.n_layers * config.d_model**2 + config.d_model * config.vocab_size)
+    # the rest: positions, biases and LayerNorms
+    rest = config.parameter_count() - config.matmul_parameter_count()
+    assert rest == config.parameter_breakdown()["pos_emb"] + config.n_layers * (
+        13 * config.d_model) + 2 * config.d_model
 
 
 def test_lm_forward_and_gradients_flow():

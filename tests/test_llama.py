@@ -12,8 +12,8 @@ from llmlab.models.llama import (
     MultiHeadSelfAttention,
     TransformerBlock,
     TransformerLM,
-    llama_parameter_count,
 )
+from llmlab.layers import Linear
 from llmlab.params import count_parameters
 from llmlab.position import rope_complex
 
@@ -138,7 +138,13 @@ def test_lm_errors():
 def test_parameter_formula_matches_code(cfg):
     model = TransformerLM.from_config(cfg, device="meta")
     assert count_parameters(model) == cfg.parameter_count()
-    assert llama_parameter_count(**dataclasses.asdict(cfg)) == cfg.parameter_count()
+    parts = cfg.parameter_breakdown()  # by child module, each counted
+    assert {name: count_parameters(getattr(model, name)) for name in parts} == parts
+    assert sum(parts.values()) == cfg.parameter_count()
+    # the weights that multiply an activation: every Linear's (not the lookup table)
+    matmul = sum(m.weight.numel() for m in model.modules() if isinstance(m, Linear))
+    assert matmul == cfg.matmul_parameter_count()
+    assert cfg.matmul_parameter_count() < cfg.parameter_count()
 
 
 def test_llama2_7b_count():

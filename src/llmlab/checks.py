@@ -60,6 +60,7 @@ __all__ = [
     "check_int",
     "check_iterable",
     "check_logits",
+    "check_module",
     "check_parameters",
     "check_path",
     "check_reduction",
@@ -258,6 +259,18 @@ def check_iterable(name: str, value: object, expected: str) -> Iterable:
         kind = type(value).__name__
         raise TypeError(f"{name} must be {expected}, got {kind}") from None
     return value
+
+
+def check_module(name: str, value: object, *, optional: bool = False) -> Any:
+    """``value`` if it is a ``torch.nn.Module`` (or ``None``, when ``optional``).
+
+    Raises:
+        TypeError: ``value`` is something else (a parameter list, a tensor, ...).
+    """
+    if optional and value is None:
+        return value
+    expected = "a torch.nn.Module" + (" or None" if optional else "")
+    return check_type(name, value, torch.nn.Module, expected=expected)
 
 
 def check_parameters(

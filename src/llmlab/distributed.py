@@ -63,7 +63,7 @@ from llmlab.checks import (
     check_token_ids,
     check_type,
 )
-from llmlab.compute import gradient_bytes, optimizer_state_bytes, parameter_bytes
+from llmlab.memory import gradient_bytes, optimizer_state_bytes, parameter_bytes
 from llmlab.models.llama import LlamaConfig, TransformerLM
 from llmlab.training.loop import TrainEvent, _check_train_args, train
 from llmlab.training.optim import AdamW

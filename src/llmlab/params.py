@@ -1,4 +1,9 @@
-"""Counting parameters.
+"""Counting a module's parameters.
+
+The formulas are the configs': ``parameter_count()``, ``parameter_breakdown()``
+and ``matmul_parameter_count()`` of :class:`~llmlab.models.gpt2.GPT2Config` and
+:class:`~llmlab.models.llama.LlamaConfig` alike; the lectures check them against
+:func:`count_parameters`.
 
 Taught on: "Multi-head attention and the Transformer block" (12d² + 13d) and
 "Building blocks of a Llama-style Transformer".

@@ -19,8 +19,8 @@ its target is defined in:
   llmlab.report.tokenization;
 * ``training.py``: llmlab.training, llmlab.generation, llmlab.kv_cache,
   llmlab.experiments.training, llmlab.report.training;
-* ``distributed.py``: llmlab.compute, llmlab.distributed,
-  llmlab.experiments.distributed, llmlab.report.distributed;
+* ``distributed.py``: llmlab.flops, llmlab.memory, llmlab.hardware,
+  llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed;
 * ``core.py``: what several lectures share: llmlab.checks, llmlab.functional,
   llmlab.layers, llmlab.params, the two model families (llmlab.models.gpt2, built
   on the multi-head lecture, and llmlab.models.llama, assembled from the building

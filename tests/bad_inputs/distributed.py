@@ -1,5 +1,5 @@
-"""Bad inputs of "Where the compute and the memory go": llmlab.compute,
-llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed.
+"""Bad inputs of "Where the compute and the memory go": llmlab.flops,
+llmlab.memory, llmlab.hardware, llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
 tests/bad_inputs/__init__.py)."""
@@ -11,9 +11,11 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-import llmlab.compute as compute
 import llmlab.distributed as dist
 import llmlab.experiments.distributed as exp_dist
+import llmlab.flops as flops
+import llmlab.hardware as hardware
+import llmlab.memory as memory
 import llmlab.models.gpt2 as gpt2
 import llmlab.models.llama as llama
 import llmlab.report.distributed as report_dist
@@ -23,85 +25,77 @@ from bad_inputs import NAN, T, V, Case, case, _llama_lm, _opt, _tokens, _x
 
 
 CASES: list[Case] = [
-    # --- llmlab.compute / llmlab.distributed / llmlab.experiments.distributed ------
-    case("activation_elements a GPT-2 config", "llmlab.compute.activation_elements",
-         lambda: compute.activation_elements(gpt2.GPT2Config(10, 4, 8, 1, 2), 1), T,
+    # --- llmlab.flops, memory, hardware / distributed / experiments.distributed -----
+    case("activation_elements a GPT-2 config", "llmlab.memory.activation_elements",
+         lambda: memory.activation_elements(gpt2.GPT2Config(10, 4, 8, 1, 2), 1), T,
          "config", r"config must be a LlamaConfig, got GPT2Config"),
-    case("recomputed_block_elements batch 0", "llmlab.compute.recomputed_block_elements",
-         lambda: compute.recomputed_block_elements(llama.LLAMA_TOY, 0), V, "batch_size",
+    case("recomputed_block_elements batch 0", "llmlab.memory.recomputed_block_elements",
+         lambda: memory.recomputed_block_elements(llama.LLAMA_TOY, 0), V, "batch_size",
          r"batch_size must be an int >= 1, got 0"),
     case("activation_peak_elements checkpointing a str",
-         "llmlab.compute.activation_peak_elements",
-         lambda: compute.activation_peak_elements(llama.LLAMA_TOY, 1, checkpointing="yes"),
+         "llmlab.memory.activation_peak_elements",
+         lambda: memory.activation_peak_elements(llama.LLAMA_TOY, 1, checkpointing="yes"),
          T, "checkpointing", r"checkpointing must be a bool, got str"),
-    case("checkpointed_layers of a Linear", "llmlab.compute.checkpointed_layers",
-         lambda: compute.checkpointed_layers(nn.Linear(2, 2)), V, "model",
+    case("checkpointed_layers of a Linear", "llmlab.memory.checkpointed_layers",
+         lambda: memory.checkpointed_layers(nn.Linear(2, 2)), V, "model",
          r"model must have a non-empty nn.ModuleList \.layers .*got a Linear with no "
          r"\.layers"),
-    case("classify_saved two families of one size", "llmlab.compute.classify_saved",
-         lambda: compute.classify_saved([], {"B·T·d": 8, "B·T·d_ff": 8}), V, "sizes",
+    case("classify_saved two families of one size", "llmlab.memory.classify_saved",
+         lambda: memory.classify_saved([], {"B·T·d": 8, "B·T·d_ff": 8}), V, "sizes",
          r"sizes must have distinct element counts, got \{'B·T·d': 8, 'B·T·d_ff': 8\}"),
-    case("classify_saved kinds a str", "llmlab.compute.classify_saved",
-         lambda: compute.classify_saved([], {"B·T·d": 8}, kinds="activation"), T, "kinds",
+    case("classify_saved kinds a str", "llmlab.memory.classify_saved",
+         lambda: memory.classify_saved([], {"B·T·d": 8}, kinds="activation"), T, "kinds",
          r"kinds must be a tuple of kinds, got str 'activation'"),
-    case("count_flops without a model", "llmlab.compute.count_flops",
-         lambda: compute.count_flops(None, 1, 4), T, "model",
+    case("count_flops without a model", "llmlab.flops.count_flops",
+         lambda: flops.count_flops(None, 1, 4), T, "model",
          r"model must be a torch.nn.Module, got NoneType"),
-    case("count_llama_flops batch 0", "llmlab.compute.count_llama_flops",
-         lambda: compute.count_llama_flops(llama.LLAMA_TOY, 0), V, "batch_size",
+    case("count_llama_flops batch 0", "llmlab.flops.count_llama_flops",
+         lambda: flops.count_llama_flops(llama.LLAMA_TOY, 0), V, "batch_size",
          r"batch_size must be an int >= 1, got 0"),
-    case("flops_per_token parameters a float", "llmlab.compute.flops_per_token",
-         lambda: compute.flops_per_token(1.24e8), T, "n_parameters",
+    case("flops_per_token parameters a float", "llmlab.flops.flops_per_token",
+         lambda: flops.flops_per_token(1.24e8), T, "n_parameters",
          r"n_parameters must be an int, got float"),
-    case("gpt2_matmul_parameters a Llama config", "llmlab.compute.gpt2_matmul_parameters",
-         lambda: compute.gpt2_matmul_parameters(llama.LLAMA_TOY), T, "config",
-         r"config must be a GPT2Config, got LlamaConfig; a LlamaConfig goes to "
-         r"llama_matmul_parameters"),
-    case("gpu_hours utilisation in percent", "llmlab.compute.gpu_hours",
-         lambda: compute.gpu_hours(1e21, compute.A100_80GB, 40), V, "utilisation",
+    case("gpu_hours utilisation in percent", "llmlab.hardware.gpu_hours",
+         lambda: hardware.gpu_hours(1e21, hardware.A100_80GB, 40), V, "utilisation",
          r"utilisation must be a finite number in \(0, 1\], got 40"),
-    case("gpu_hours accelerator by name", "llmlab.compute.gpu_hours",
-         lambda: compute.gpu_hours(1e21, "A100", 0.4), T, "accelerator",
+    case("gpu_hours accelerator by name", "llmlab.hardware.gpu_hours",
+         lambda: hardware.gpu_hours(1e21, "A100", 0.4), T, "accelerator",
          r"accelerator must be an Accelerator, got str; look one up by name"),
-    case("gradient_bytes of a parameter list", "llmlab.compute.gradient_bytes",
-         lambda: compute.gradient_bytes(list(nn.Linear(2, 2).parameters())), T, "model",
+    case("gradient_bytes of a parameter list", "llmlab.memory.gradient_bytes",
+         lambda: memory.gradient_bytes(list(nn.Linear(2, 2).parameters())), T, "model",
          r"model must be a torch.nn.Module, got list"),
-    case("implied_utilisation 0 hours", "llmlab.compute.implied_utilisation",
-         lambda: compute.implied_utilisation(1e21, 0.0, compute.A100_80GB), V, "hours",
+    case("implied_utilisation 0 hours", "llmlab.hardware.implied_utilisation",
+         lambda: hardware.implied_utilisation(1e21, 0.0, hardware.A100_80GB), V, "hours",
          r"hours must be a finite number in \(0, inf\), got 0"),
-    case("llama_matmul_parameters a GPT-2 config", "llmlab.compute.llama_matmul_parameters",
-         lambda: compute.llama_matmul_parameters(gpt2.GPT2Config(10, 4, 8, 1, 2)), T,
-         "config", r"config must be a LlamaConfig, got GPT2Config; a GPT2Config goes to "
-         r"gpt2_matmul_parameters"),
-    case("matmul rate dtype by name", "llmlab.compute.matmul_flops_per_second",
-         lambda: compute.matmul_flops_per_second(64, 1, dtype="bfloat16"), T, "dtype",
+    case("matmul rate dtype by name", "llmlab.hardware.matmul_flops_per_second",
+         lambda: hardware.matmul_flops_per_second(64, 1, dtype="bfloat16"), T, "dtype",
          r"dtype must be a torch.dtype \(e.g. torch.float32\), got str"),
-    case("matmul rate integer dtype", "llmlab.compute.matmul_flops_per_second",
-         lambda: compute.matmul_flops_per_second(64, 1, dtype=torch.int64), V, "dtype",
+    case("matmul rate integer dtype", "llmlab.hardware.matmul_flops_per_second",
+         lambda: hardware.matmul_flops_per_second(64, 1, dtype=torch.int64), V, "dtype",
          r"dtype must be a floating-point torch.dtype, got torch.int64"),
-    case("optimizer_state_bytes of a model", "llmlab.compute.optimizer_state_bytes",
-         lambda: compute.optimizer_state_bytes(nn.Linear(2, 2)), T, "optimizer",
+    case("optimizer_state_bytes of a model", "llmlab.memory.optimizer_state_bytes",
+         lambda: memory.optimizer_state_bytes(nn.Linear(2, 2)), T, "optimizer",
          r"optimizer must be a torch.optim.Optimizer, got Linear"),
-    case("parameter_bytes of a generator", "llmlab.compute.parameter_bytes",
-         lambda: compute.parameter_bytes(nn.Linear(2, 2).parameters()), T, "model",
+    case("parameter_bytes of a generator", "llmlab.memory.parameter_bytes",
+         lambda: memory.parameter_bytes(nn.Linear(2, 2).parameters()), T, "model",
          r"model must be a torch.nn.Module, got generator"),
-    case("record_saved_tensors of a parameter list", "llmlab.compute.record_saved_tensors",
-         lambda: compute.record_saved_tensors(list(nn.Linear(2, 2).parameters())), T,
+    case("record_saved_tensors of a parameter list", "llmlab.memory.record_saved_tensors",
+         lambda: memory.record_saved_tensors(list(nn.Linear(2, 2).parameters())), T,
          "model", r"model must be a torch.nn.Module or None, got list"),
-    case("tensor_bytes of one tensor", "llmlab.compute.tensor_bytes",
-         lambda: compute.tensor_bytes(_x(3, 4)), T, "tensors",
+    case("tensor_bytes of one tensor", "llmlab.memory.tensor_bytes",
+         lambda: memory.tensor_bytes(_x(3, 4)), T, "tensors",
          r"tensors must be an iterable of tensors, got a single Tensor"),
-    case("tensor_bytes of a number", "llmlab.compute.tensor_bytes",
-         lambda: compute.tensor_bytes([_x(2), 3.0]), T, "tensors[1]",
+    case("tensor_bytes of a number", "llmlab.memory.tensor_bytes",
+         lambda: memory.tensor_bytes([_x(2), 3.0]), T, "tensors[1]",
          r"tensors\[1\] must be a torch.Tensor, got float"),
-    case("training_state_bytes precision bf16", "llmlab.compute.training_state_bytes",
-         lambda: compute.training_state_bytes(10, "bf16"), V, "precision",
+    case("training_state_bytes precision bf16", "llmlab.memory.training_state_bytes",
+         lambda: memory.training_state_bytes(10, "bf16"), V, "precision",
          r"precision must be 'fp32' or 'mixed', got 'bf16'"),
-    case("zero_bytes_per_device no devices", "llmlab.compute.zero_bytes_per_device",
-         lambda: compute.zero_bytes_per_device(7.5e9, 0, 3), V, "n_devices",
+    case("zero_bytes_per_device no devices", "llmlab.memory.zero_bytes_per_device",
+         lambda: memory.zero_bytes_per_device(7.5e9, 0, 3), V, "n_devices",
          r"n_devices must be an int >= 1, got 0"),
-    case("zero_bytes_per_device stage 4", "llmlab.compute.zero_bytes_per_device",
-         lambda: compute.zero_bytes_per_device(7.5e9, 64, 4), V, "stage",
+    case("zero_bytes_per_device stage 4", "llmlab.memory.zero_bytes_per_device",
+         lambda: memory.zero_bytes_per_device(7.5e9, 64, 4), V, "stage",
          r"stage must be 0, 1, 2 or 3, got 4"),
     case("all_reduce_seconds nothing to send", "llmlab.distributed.all_reduce_seconds",
          lambda: dist.all_reduce_seconds(0), V, "numel",
@@ -290,13 +284,13 @@ CASES: list[Case] = [
 
 # Good-input controls: the same calls done right, which must go through.
 GOOD: list[tuple[str, Callable[[], object]]] = [
-    ("tensor_bytes of a generator", lambda: compute.tensor_bytes(
+    ("tensor_bytes of a generator", lambda: memory.tensor_bytes(
         p for p in nn.Linear(2, 2).parameters()) == 24),
     ("record_saved_tensors without a model",
-     lambda: compute.record_saved_tensors() is not None),
+     lambda: memory.record_saved_tensors() is not None),
     ("checkpointed_layers of a Llama LM",
-     lambda: compute.checkpointed_layers(_llama_lm()) is not None),
-    ("classify_saved kinds as a list", lambda: compute.classify_saved(
+     lambda: memory.checkpointed_layers(_llama_lm()) is not None),
+    ("classify_saved kinds as a list", lambda: memory.classify_saved(
         [], {"B·T·d": 8}, kinds=["activation", "buffer"]) == {"B·T·d": 0, "other": 0}),
 ]
 

@@ -16,13 +16,13 @@ GUARDS: dict[str, list[object]] = {
            Attr("llmlab.models.gpt2:GPT2_SMALL", "n_layers", 12)],
     "16": [Assert("assert sum(r.measured_state.values()) == 16 * r.n_parameters"),
            Assert('assert fp32 == mixed == 16 * row["n_parameters"]')],
-    # published figures, kept with their sources in llmlab.compute (see ALLOWED)
-    "184,320": [Attr("llmlab.compute:LLAMA2_7B_RUN", "gpu_hours", 184_320),
+    # published figures, kept with their sources in llmlab.hardware (see ALLOWED)
+    "184,320": [Attr("llmlab.hardware:LLAMA2_7B_RUN", "gpu_hours", 184_320),
                 Assert("assert llama.published_gpu_hours == LLAMA2_7B_RUN.gpu_hours "
                        "== 184_320")],
-    "312": [Attr("llmlab.compute:A100_80GB", "bf16_flops", 312e12),
+    "312": [Attr("llmlab.hardware:A100_80GB", "bf16_flops", 312e12),
             Assert("assert A100_80GB.bf16_flops == 312e12")],
-    "80": [Attr("llmlab.compute:A100_80GB", "memory_bytes", 80 * 2**30)],  # 80 GiB
+    "80": [Attr("llmlab.hardware:A100_80GB", "memory_bytes", 80 * 2**30)],  # 80 GiB
     "32": [Attr("llmlab.models.llama:LLAMA2_7B", "num_layers", 32)],
     "4096": [Attr("llmlab.models.llama:LLAMA2_7B", "context_length", 4096),
              Assert("c, t = LLAMA2_7B, 4096")],
@@ -43,9 +43,9 @@ GUARDS: dict[str, list[object]] = {
 # numbers that are not results: number -> why
 ALLOWED: dict[str, str] = {
     "184,320": "citation (Touvron et al., 2023, Llama 2, table 2: A100-80GB GPU-hours "
-               "of the 7B model; llmlab.compute.LLAMA2_7B_RUN)",
+               "of the 7B model; llmlab.hardware.LLAMA2_7B_RUN)",
     "312": "citation (NVIDIA A100 datasheet: dense BF16 Tensor Core TFLOP/s; "
-           "llmlab.compute.A100_80GB)",
+           "llmlab.hardware.A100_80GB)",
     "46.2%": "citation (Chowdhery et al., 2022, PaLM, table 3: the MFU of PaLM 540B)",
     "64": "citation (ZeRO, Rajbhandari et al., 2020, figure 1: its example's 64 GPUs)",
     "1.5": "citation (ZeRO, Rajbhandari et al., 2020, section 7: stage 3 communicates "

@@ -35,30 +35,6 @@ import torch.distributed as dist
 
 from llmlab.build.cache import cached
 from llmlab.checks import check_finite_float, check_int, check_sizes
-from llmlab.compute import (
-    A100_80GB,
-    ACCELERATORS,
-    PUBLISHED_RUNS,
-    activation_elements,
-    activation_peak_elements,
-    checkpointed_layers,
-    classify_saved,
-    count_flops,
-    count_llama_flops,
-    flops_per_token,
-    gpt2_matmul_parameters,
-    gpu_hours,
-    gradient_bytes,
-    implied_utilisation,
-    llama_matmul_parameters,
-    matmul_flops_per_second,
-    optimizer_state_bytes,
-    parameter_bytes,
-    record_saved_tensors,
-    recomputed_block_elements,
-    training_state_bytes,
-    zero_bytes_per_device,
-)
 from llmlab.distributed import (
     AllReduceTimer,
     RankTrainResult,
@@ -69,7 +45,29 @@ from llmlab.distributed import (
     wrap_ddp,
 )
 from llmlab.experiments.training import machine_description
-from llmlab.models.gpt2 import GPT2_SMALL, gpt2_param_count
+from llmlab.flops import count_flops, count_llama_flops, flops_per_token
+from llmlab.hardware import (
+    A100_80GB,
+    ACCELERATORS,
+    PUBLISHED_RUNS,
+    gpu_hours,
+    implied_utilisation,
+    matmul_flops_per_second,
+)
+from llmlab.memory import (
+    activation_elements,
+    activation_peak_elements,
+    checkpointed_layers,
+    classify_saved,
+    gradient_bytes,
+    optimizer_state_bytes,
+    parameter_bytes,
+    record_saved_tensors,
+    recomputed_block_elements,
+    training_state_bytes,
+    zero_bytes_per_device,
+)
+from llmlab.models.gpt2 import GPT2_SMALL
 from llmlab.models.llama import (
     CS336_TINYSTORIES,
     LLAMA2_7B,
@@ -188,7 +186,7 @@ def _flop_row(name: str, config: LlamaConfig, batch_size: int, context_length: i
                                   layers_counted=layers_counted)
         device = "meta"
         counted = min(layers_counted or config.num_layers, config.num_layers)
-    n_matmul = llama_matmul_parameters(config)
+    n_matmul = config.matmul_parameter_count()
     return FlopRow(
         name=name, config=_config_fields(config), device=device, layers_counted=counted,
         batch_size=batch_size, context_length=context_length,
@@ -263,7 +261,7 @@ class MemoryMode:
         measured_total: Their sum.
         parameter_copies: Bytes of weights cast to bf16 and kept (autocast).
         dtypes: Activation bytes by dtype (``"float32"``, ``"bfloat16"``, ...).
-        estimate_elements: :func:`~llmlab.compute.activation_elements`.
+        estimate_elements: :func:`~llmlab.memory.activation_elements`.
         flops: Counted FLOPs of the step (checkpointing recomputes blocks).
     """
 
@@ -288,7 +286,7 @@ class MemoryResult:
         n_parameters: Parameters.
         measured_state: ``parameters``, ``gradients``, ``optimizer_state`` bytes of
             the real tensors after one step of our AdamW.
-        estimated_state: :func:`~llmlab.compute.training_state_bytes` (fp32).
+        estimated_state: :func:`~llmlab.memory.training_state_bytes` (fp32).
         family_elements: Elements of one tensor of each size family.
         modes: fp32 and bf16, each without and with checkpointing.
         at_scale: Model-state bytes (``"fp32"`` and ``"mixed"``) for GPT-2 small
@@ -379,7 +377,7 @@ def run_memory_accounting(batch_size: int = 4, seed: int = 0) -> MemoryResult:
             mode, state = _measure_mode(config, batch, precision, checkpointing, seed)
             modes.append(mode)
     at_scale: dict[str, dict[str, float]] = {}
-    for name, n_params, llama in (("GPT2_SMALL", gpt2_param_count(GPT2_SMALL), None),
+    for name, n_params, llama in (("GPT2_SMALL", GPT2_SMALL.parameter_count(), None),
                                   ("LLAMA2_7B", LLAMA2_7B.parameter_count(),
                                    LLAMA2_7B)):
         row = {f"{precision}_{k}": float(v)
@@ -463,12 +461,12 @@ class TrainingCostResult:
 def run_training_cost(utilisation: float = 0.4) -> TrainingCostResult:
     """Tokens × FLOPs per token ÷ (peak × utilisation), against the published runs.
 
-    FLOPs per token are :func:`~llmlab.compute.flops_per_token`, which
+    FLOPs per token are :func:`~llmlab.flops.flops_per_token`, which
     :func:`run_flop_count` shows to equal the counted FLOPs of ``TransformerLM``.
     GPT-2 small: nanoGPT's reproduction (about 300B tokens, 1024-token context,
     8 A100 40GB for about 4 days). Llama 2 7B: 2T tokens, 4096-token context,
     184,320 A100-80GB GPU-hours. The sources are in
-    ``llmlab.compute.PUBLISHED_RUNS`` and ``ACCELERATORS``.
+    ``llmlab.hardware.PUBLISHED_RUNS`` and ``ACCELERATORS``.
 
     Taught on: "Where the compute and the memory go".
     """
@@ -476,9 +474,9 @@ def run_training_cost(utilisation: float = 0.4) -> TrainingCostResult:
                        open_min=True)
     rows = []
     for key, n_matmul, layers, d, t in (
-        ("gpt2-small", gpt2_matmul_parameters(GPT2_SMALL), GPT2_SMALL.n_layers,
+        ("gpt2-small", GPT2_SMALL.matmul_parameter_count(), GPT2_SMALL.n_layers,
          GPT2_SMALL.d_model, GPT2_SMALL.context_length),
-        ("llama2-7b", llama_matmul_parameters(LLAMA2_7B), LLAMA2_7B.num_layers,
+        ("llama2-7b", LLAMA2_7B.matmul_parameter_count(), LLAMA2_7B.num_layers,
          LLAMA2_7B.d_model, LLAMA2_7B.context_length),
     ):
         run = PUBLISHED_RUNS[key]
@@ -550,7 +548,7 @@ def time_cpu_utilisation(batch_size: int = 16, steps: int = 5, matmul_size: int 
     t = config.context_length
     # the formula, which run_flop_count shows equals FlopCounterMode's count (the
     # counter's first use imports torch._dynamo: a second of CPU, not timed here)
-    per_token = flops_per_token(llama_matmul_parameters(config), config.num_layers,
+    per_token = flops_per_token(config.matmul_parameter_count(), config.num_layers,
                                 config.d_model, t)
     step_flops = int(per_token) * batch_size * t
     generator = torch.Generator().manual_seed(seed)
@@ -870,7 +868,7 @@ def run_zero_memory(n_devices: tuple[int, ...] = (8, 64, 512)) -> ZeroMemoryResu
     Taught on: "Where the compute and the memory go".
     """
     check_sizes("n_devices", n_devices)
-    models = {"GPT2_SMALL": gpt2_param_count(GPT2_SMALL),
+    models = {"GPT2_SMALL": GPT2_SMALL.parameter_count(),
               "LLAMA2_7B": LLAMA2_7B.parameter_count()}
     stages = [0, 1, 2, 3]
     table = [[[zero_bytes_per_device(n, d, s)["total"] for s in stages]

@@ -17,8 +17,11 @@ One readable file in the manner of nanoGPT's ``model.py``:
   dropout)``, the argument order of the Llama-style one: token + learned position
   embeddings, ``n_layers`` blocks, a final LayerNorm and an output layer tied to the
   token embedding.
-* :class:`GPT2Config` with the :data:`GPT2_SMALL` preset, and the parameter-count
-  formulas :func:`block_param_count` (``12 d² + 13 d``) and :func:`gpt2_param_count`.
+* :class:`GPT2Config` with the :data:`GPT2_SMALL` preset; the parameter-count
+  formulas :func:`block_parameter_count` (``12 d² + 13 d``) and the config's
+  ``parameter_count()``, ``parameter_breakdown()`` and ``matmul_parameter_count()``
+  (those of :class:`~llmlab.models.llama.LlamaConfig` too), which
+  :func:`count_parameters` checks on the module.
 
 Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
 """
@@ -50,10 +53,8 @@ __all__ = [
     "MultiHeadSelfAttention",
     "TransformerBlock",
     "TransformerLM",
-    "block_param_count",
+    "block_parameter_count",
     "count_parameters",
-    "gpt2_param_breakdown",
-    "gpt2_param_count",
 ]
 
 
@@ -218,7 +219,7 @@ class TransformerBlock(nn.Module):
     Post-LN (``pre_ln=False``, the 2017 Transformer):
     :math:`x \leftarrow \mathrm{LN}_1(x + \mathrm{Attn}(x))`, then
     :math:`x \leftarrow \mathrm{LN}_2(x + \mathrm{FFN}(x))`.
-    Either way it has ``12 d² + 13 d`` parameters (:func:`block_param_count`).
+    Either way it has ``12 d² + 13 d`` parameters (:func:`block_parameter_count`).
 
     Args:
         d_model: Width ``D``.
@@ -287,6 +288,33 @@ class GPT2Config:
         check_divisible("d_model", self.d_model, "n_heads", self.n_heads)
         check_dropout("dropout", self.dropout)
 
+    def parameter_breakdown(self) -> dict[str, int]:
+        """Parameters of :class:`TransformerLM` by formula, by child module.
+
+        ``tok_emb`` V·D, ``pos_emb`` context·D, ``blocks`` L·(12 D² + 13 D)
+        (:func:`block_parameter_count`), ``ln_f`` 2 D; the output layer is tied to
+        ``tok_emb`` and adds none.
+        """
+        V, C = self.vocab_size, self.context_length
+        D, L = self.d_model, self.n_layers
+        return {"tok_emb": V * D, "pos_emb": C * D,
+                "blocks": L * block_parameter_count(D), "ln_f": 2 * D}
+
+    def parameter_count(self) -> int:
+        """``V·D + context·D + L·(12 D² + 13 D) + 2 D``: all parameters, by formula."""
+        return sum(self.parameter_breakdown().values())
+
+    def matmul_parameter_count(self) -> int:
+        r"""Weights of the matrix products, :math:`12Ld^2 + dV`.
+
+        Per block ``qkv`` (3d²), ``proj`` (d²) and the MLP (8d²); the output layer is
+        the token embedding (tied), a lookup on the way in but a ``d × V`` product on
+        the way out. Biases, LayerNorms and positions are element-wise or lookups.
+
+        Taught on: "Where the compute and the memory go".
+        """
+        return 12 * self.n_layers * self.d_model**2 + self.d_model * self.vocab_size
+
 
 GPT2_SMALL = GPT2Config(
     vocab_size=50257, context_length=1024, d_model=768, n_layers=12, n_heads=12
@@ -294,7 +322,7 @@ GPT2_SMALL = GPT2Config(
 """The smallest GPT-2 (124M parameters with the output layer tied)."""
 
 
-def block_param_count(d_model: int) -> int:
+def block_parameter_count(d_model: int) -> int:
     """``12 d² + 13 d``: parameters of one :class:`TransformerBlock`.
 
     ``qkv`` 3d² + 3d, ``proj`` d² + d, MLP (4d² + 4d) + (4d² + d),
@@ -308,24 +336,9 @@ def block_param_count(d_model: int) -> int:
 def _check_config(config: object) -> GPT2Config:
     return check_type(
         "config", config, GPT2Config,
-        hint="these are the GPT-2-style model's; a LlamaConfig belongs to "
-        "llmlab.models.llama (its TransformerLM.from_config, LlamaConfig.parameter_count)",
+        hint="this is the GPT-2-style model's; a LlamaConfig belongs to "
+        "llmlab.models.llama (its TransformerLM.from_config)",
     )
-
-
-def gpt2_param_breakdown(config: GPT2Config) -> dict[str, int]:
-    """Parameters of :class:`TransformerLM` by submodule (tied ``lm_head``: none)."""
-    _check_config(config)
-    V, C = config.vocab_size, config.context_length
-    D, L = config.d_model, config.n_layers
-    return {"tok_emb": V * D, "pos_emb": C * D, "blocks": L * block_param_count(D),
-            "ln_f": 2 * D}
-
-
-def gpt2_param_count(config: GPT2Config) -> int:
-    """``V·D + context·D + L·(12 D² + 13 D) + 2 D``: all parameters of the model."""
-    _check_config(config)
-    return sum(gpt2_param_breakdown(config).values())
 
 
 class TransformerLM(nn.Module):

@@ -46,7 +46,6 @@ __all__ = [
     "MultiHeadSelfAttention",
     "TransformerBlock",
     "TransformerLM",
-    "llama_parameter_count",
 ]
 
 Device = torch.device | str | None
@@ -281,24 +280,6 @@ def _cached_tokens(model: TransformerLM, kv_cache: KVCache, seq_len: int) -> int
     return kv_cache.seq_len
 
 
-def llama_parameter_count(
-    vocab_size: int, d_model: int, num_layers: int, d_ff: int, **_: object
-) -> int:
-    """Parameters of :class:`TransformerLM`, by formula.
-
-    ``V·d`` (embeddings) + ``L·(4d² + 3·d·d_ff + 2d)`` (attention, SwiGLU, two
-    RMSNorm gains) + ``d`` (final norm) + ``d·V`` (untied output layer). Extra
-    keyword arguments (``num_heads``, ``context_length``, ...) are ignored: RoPE has
-    no parameters and the head count does not change the count.
-    """
-    for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
-                        ("num_layers", num_layers), ("d_ff", d_ff)):
-        check_int(name, value)
-    per_layer = 4 * d_model**2 + 3 * d_model * d_ff + 2 * d_model
-    embeddings = lm_head = vocab_size * d_model
-    return embeddings + num_layers * per_layer + d_model + lm_head
-
-
 @dataclasses.dataclass(frozen=True)
 class LlamaConfig:
     """Hyperparameters of a :class:`TransformerLM`.
@@ -329,9 +310,33 @@ class LlamaConfig:
         check_finite_float("rope_theta", self.rope_theta, minimum=0.0, open_min=True)
         check_rope_size("d_model / num_heads (d_head)", self.d_model // self.num_heads)
 
+    def parameter_breakdown(self) -> dict[str, int]:
+        """Parameters of :class:`TransformerLM` by formula, by child module.
+
+        ``token_embeddings`` V·d, ``layers`` L·(4d² + 3·d·d_ff + 2d) (attention,
+        SwiGLU, two RMSNorm gains), ``ln_final`` d, ``lm_head`` d·V (untied). RoPE
+        has no parameters and the head count does not change the count.
+        """
+        d, V = self.d_model, self.vocab_size
+        per_layer = 4 * d**2 + 3 * d * self.d_ff + 2 * d
+        return {"token_embeddings": V * d, "layers": self.num_layers * per_layer,
+                "ln_final": d, "lm_head": d * V}
+
     def parameter_count(self) -> int:
-        """:func:`llama_parameter_count` for this configuration."""
-        return llama_parameter_count(**dataclasses.asdict(self))
+        """``V·d + L·(4d² + 3·d·d_ff + 2d) + d + d·V``: all parameters, by formula."""
+        return sum(self.parameter_breakdown().values())
+
+    def matmul_parameter_count(self) -> int:
+        r"""Parameters that multiply an activation, by formula.
+
+        Every weight of a matrix product, :math:`L\,(4d^2 + 3\,d\,d_{ff}) + d\,V`
+        (attention, SwiGLU, the output layer). The embedding table is a lookup, and
+        the RMSNorm gains are element-wise: neither costs a multiply-add per parameter.
+
+        Taught on: "Where the compute and the memory go".
+        """
+        d = self.d_model
+        return self.num_layers * (4 * d * d + 3 * d * self.d_ff) + d * self.vocab_size
 
 
 LLAMA_TOY = LlamaConfig(

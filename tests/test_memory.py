@@ -1,30 +1,19 @@
-"""llmlab.compute: FLOPs counted against the formulas, bytes against real tensors."""
+"""llmlab.memory: bytes measured on real tensors against the formulas; ZeRO."""
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 
 import pytest
 import torch
 from torch import nn
 
-from llmlab.compute import (
-    A100_80GB,
-    LLAMA2_7B_RUN,
+from llmlab.memory import (
     activation_elements,
     activation_peak_elements,
     checkpointed_layers,
     classify_saved,
-    count_flops,
-    count_llama_flops,
-    flops_per_token,
-    gpt2_matmul_parameters,
-    gpu_hours,
     gradient_bytes,
-    implied_utilisation,
-    llama_matmul_parameters,
-    matmul_flops_per_second,
     optimizer_state_bytes,
     parameter_bytes,
     record_saved_tensors,
@@ -34,13 +23,7 @@ from llmlab.compute import (
     zero_bytes_per_device,
 )
 from llmlab.models import gpt2
-from llmlab.models.llama import (
-    CS336_TINYSTORIES,
-    LLAMA2_7B,
-    LLAMA_TOY,
-    LlamaConfig,
-    TransformerLM,
-)
+from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
 from llmlab.training import AdamW, cross_entropy
 
 torch.set_num_threads(1)
@@ -52,63 +35,6 @@ SMALL = LlamaConfig(vocab_size=256, context_length=32, d_model=64, num_layers=2,
 def _model(config: LlamaConfig = SMALL, seed: int = 0) -> TransformerLM:
     torch.manual_seed(seed)
     return TransformerLM.from_config(config)
-
-
-# --------------------------------------------------------------------------
-# FLOPs
-# --------------------------------------------------------------------------
-def test_counted_flops_equal_six_n_plus_the_attention_term_exactly():
-    # the formula with N = matmul weights and 12·L·d·T is exact for our model: the
-    # counter sees only matrix products, and ours computes the whole T×T square
-    model = _model()
-    count = count_flops(model, 2, SMALL.context_length)
-    n = llama_matmul_parameters(SMALL)
-    expected = flops_per_token(n, SMALL.num_layers, SMALL.d_model, SMALL.context_length)
-    assert count.per_token == expected
-    assert count.backward == 2 * count.forward  # grad of input and of weight
-    assert sum(count.by_module.values()) == count.total
-    assert set(count.by_module) == {"layers", "lm_head"}  # the lookup costs nothing
-    assert all(p.grad is None for p in model.parameters())  # cleared afterwards
-
-
-def test_six_n_of_all_parameters_is_off_for_a_small_vocabulary_heavy_model():
-    count = count_llama_flops(CS336_TINYSTORIES, 1)
-    naive = flops_per_token(CS336_TINYSTORIES.parameter_count())
-    assert naive > 1.1 * count.per_token  # the embedding table costs no FLOPs
-
-
-def test_meta_counts_equal_cpu_counts_and_extrapolation_is_exact():
-    cpu = count_flops(_model(LLAMA_TOY), 1, 64)
-    meta = count_llama_flops(LLAMA_TOY, 1, 64)
-    assert (cpu.forward, cpu.backward) == (meta.forward, meta.backward)
-    config = dataclasses.replace(SMALL, num_layers=4)
-    full = count_llama_flops(config, 2, 16)
-    two = count_llama_flops(config, 2, 16, layers_counted=2)
-    assert (full.forward, full.backward, full.by_module) == (two.forward, two.backward,
-                                                             two.by_module)
-
-
-def test_attention_share_grows_with_the_context():
-    shares = []
-    for t in (64, 1024):
-        count = count_llama_flops(SMALL, 1, t, layers_counted=2)
-        six_n = flops_per_token(llama_matmul_parameters(SMALL))
-        shares.append(1 - six_n / count.per_token)
-    assert 0 < shares[0] < shares[1]
-
-
-def test_checkpointing_recomputes_and_restores_the_model():
-    model = _model()
-    keys = list(model.state_dict())
-    plain = count_flops(model, 2, 16)
-    with checkpointed_layers(model):
-        again = count_flops(model, 2, 16)
-    assert list(model.state_dict()) == keys
-    assert all(type(layer).__name__ == "TransformerBlock" for layer in model.layers)
-    # one more forward pass of the blocks at most (it stops at the last tensor needed)
-    layers_forward = plain.by_module["layers"] // 3
-    assert plain.total < again.total <= plain.total + layers_forward
-    assert again.forward == plain.forward
 
 
 def test_checkpointing_gives_the_same_gradients():
@@ -126,17 +52,6 @@ def test_checkpointing_gives_the_same_gradients():
         torch.testing.assert_close(a, b)
 
 
-def test_gpt2_matmul_parameters():
-    config = gpt2.GPT2_SMALL
-    n = gpt2_matmul_parameters(config)
-    assert n == 12 * 12 * 768**2 + 768 * 50257
-    # the rest of GPT-2's parameters: positions, biases and LayerNorms
-    assert 0 < gpt2.gpt2_param_count(config) - n < 2_000_000
-
-
-# --------------------------------------------------------------------------
-# memory: measured == formulas
-# --------------------------------------------------------------------------
 def test_state_bytes_equal_the_formula_for_our_adamw():
     model = _model()
     optimizer = AdamW(model.parameters())
@@ -166,7 +81,7 @@ def test_tied_weights_count_once():
     config = gpt2.GPT2Config(vocab_size=50, context_length=8, d_model=16, n_layers=1,
                              n_heads=2)
     model = gpt2.TransformerLM.from_config(config)
-    assert parameter_bytes(model) == 4 * gpt2.gpt2_param_count(config)
+    assert parameter_bytes(model) == 4 * config.parameter_count()
     w = torch.zeros(3, 4)
     assert tensor_bytes([w, w]) == 48
 
@@ -208,7 +123,7 @@ def test_parameters_and_autocast_copies_are_told_apart():
             loss = cross_entropy(model(x[:, :-1]), x[:, 1:])
     loss.backward()
     copies = sum(s.nbytes for s in saved if s.kind == "parameter copy")
-    assert copies == 2 * llama_matmul_parameters(SMALL)  # each weight once, in bf16
+    assert copies == 2 * SMALL.matmul_parameter_count()  # each weight once, in bf16
     with record_saved_tensors(model) as saved:
         loss = cross_entropy(model(x[:, :-1]), x[:, 1:])
     loss.backward()
@@ -268,9 +183,6 @@ def test_classify_saved_refuses_ambiguous_sizes():
         classify_saved([], {"a": 4, "b": 4})
 
 
-# --------------------------------------------------------------------------
-# ZeRO and GPU-hours
-# --------------------------------------------------------------------------
 def test_zero_reproduces_the_papers_example():
     # Rajbhandari et al. (2020), figure 1: 7.5B parameters on 64 GPUs
     totals = [zero_bytes_per_device(7.5e9, 64, s)["total"] / 1e9 for s in range(4)]
@@ -279,42 +191,12 @@ def test_zero_reproduces_the_papers_example():
     assert one == zero_bytes_per_device(1000, 1, 0)  # nothing to shard over
 
 
-def test_gpu_hours_and_implied_utilisation_are_inverse():
-    flops = 1e21
-    hours = gpu_hours(flops, A100_80GB, 0.5)
-    assert hours == pytest.approx(flops / (312e12 * 0.5) / 3600)
-    assert implied_utilisation(flops, hours, A100_80GB) == pytest.approx(0.5)
-    assert LLAMA2_7B_RUN.gpu_hours == 184_320 and LLAMA2_7B_RUN.tokens == 2e12
-
-
-def test_matmul_rate_is_positive():
-    assert matmul_flops_per_second(size=64, repeats=2) > 0
-
-
-# --------------------------------------------------------------------------
-# bad inputs name their argument
-# --------------------------------------------------------------------------
 @pytest.mark.parametrize("call, error, name", [
-    (lambda: count_flops(nn.Linear(2, 2, bias=False), 0, 4), ValueError, "batch_size"),
-    (lambda: count_flops(nn.Linear(2, 2, bias=False), 1, 0), ValueError,
-     "context_length"),
-    (lambda: count_flops(nn.Sequential(), 1, 4), ValueError, "no parameters"),
-    (lambda: count_flops("model", 1, 4), TypeError, "model"),
-    (lambda: count_llama_flops(SMALL, 1, 8, layers_counted=3), ValueError,
-     "layers_counted"),
-    (lambda: count_llama_flops(SMALL, 1, 8, layers_counted=2.0), TypeError,
-     "layers_counted must be an int, got float"),
-    (lambda: count_llama_flops({"d_model": 4}, 1), TypeError, "config"),
-    (lambda: flops_per_token(-1), ValueError, "n_parameters"),
     (lambda: training_state_bytes(10, "fp16"), ValueError, "precision"),
     (lambda: zero_bytes_per_device(1e9, 0, 1), ValueError, "n_devices"),
     (lambda: zero_bytes_per_device(1e9, 8, 4), ValueError, "stage"),
-    (lambda: gpu_hours(1e20, A100_80GB, 0.0), ValueError, "utilisation"),
-    (lambda: gpu_hours(1e20, A100_80GB, 1.5), ValueError, "utilisation"),
-    (lambda: implied_utilisation(1e20, 0.0, A100_80GB), ValueError, "hours"),
     (lambda: optimizer_state_bytes(nn.Linear(2, 2)), TypeError, "optimizer"),
     (lambda: checkpointed_layers(nn.Linear(2, 2)).__enter__(), ValueError, "layers"),
-    (lambda: gpt2_matmul_parameters(SMALL), TypeError, "config"),
     (lambda: recomputed_block_elements(SMALL, 0), ValueError, "batch_size"),
     (lambda: activation_peak_elements(SMALL, 1, checkpointing=1), TypeError,
      "checkpointing"),
