@@ -473,8 +473,8 @@ def head_split(result: HeadSplitResult) -> Diagram:
     _result(result, HeadSplitResult, "run_head_split")
     shapes = result.shapes
     B, T = _size("result's B", shapes["x"][0], 4), _size("result's T", shapes["x"][1], 6)
-    D, H = _size("result's d_model", shapes["x"][2], 16), _size("result's n_heads",
-                                                                  shapes["view"][2], 8)
+    D = _size("result's d_model", shapes["x"][2], 16)
+    H = _size("result's n_heads", shapes["view"][2], 8)
     if T * D > 48:
         raise ValueError(f"result's T * d_model must be at most 48 so the diagram stays "
                          f"legible, got {T} * {D} = {T * D}")
