@@ -2,8 +2,9 @@
 
 Each ``run_*`` function seeds itself, runs on the CPU and returns plain data
 (rendered by :mod:`llmlab.report.attention`; the lecture's diagrams, a lookup,
-the Q/K/V projections and the causal mask, by :mod:`llmlab.report.diagrams`). The timing is cached per machine:
-its numbers belong to the machine they were measured on.
+the Q/K/V projections and the causal mask, by :mod:`llmlab.report.diagrams`).
+The timing is cached per machine: its numbers belong to the machine they were
+measured on.
 
 Taught on: "Self-attention from scratch".
 """
