@@ -15,8 +15,8 @@ that the page can print it.
   lecture's runs): loss curves, samples, FLOPs.
 * :func:`run_sampling`: one prompt under each decoding rule.
 * :func:`run_kv_cache_check`: the cache changes no logit; its memory by formula.
-* :func:`run_kv_cache_steps`: what each call of generation feeds and caches (the
-  lecture's diagram, drawn by :mod:`llmlab.report.diagrams`).
+* :func:`run_kv_cache_steps`: what each call of generation feeds and caches (what
+  the lecture's diagram of the KV cache draws).
 * :func:`run_checkpoint_resume`: a resumed run equals the uninterrupted one.
 
 ``time_*`` functions measure speed: cached per machine (``machine_dependent``), so
