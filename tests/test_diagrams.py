@@ -1,4 +1,5 @@
-"""The conceptual diagrams: valid, compact, legible SVG in both languages, drawn from the code."""
+"""The conceptual diagrams: valid, compact, legible SVG in both languages, drawn from
+what the experiments computed (their own tests: tests/test_experiments_*.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ from typing import Any
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import llmlab.report.diagrams as diagrams
-from llmlab.functional import causal_mask as mask_of
-from llmlab.models import gpt2
-from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
+from llmlab.experiments.attention import (
+    run_attention_lookup,
+    run_causal_mask,
+    run_qkv_projections,
+)
+from llmlab.experiments.building_blocks import run_block_parts, run_rope_rotation
+from llmlab.experiments.multihead import run_block_order, run_head_split
 from llmlab.experiments.tokenization import run_bpe_steps
-from llmlab.report import LANGUAGES, Localized, img_tag
+from llmlab.experiments.training import run_kv_cache_steps
+from llmlab.models import gpt2
+from llmlab.report import LANGUAGES, Localized, fmt_shape, img_tag
 from llmlab.report.diagrams import (
     Diagram,
     attention_lookup,
@@ -32,29 +38,31 @@ from llmlab.report.diagrams import (
     transformer_block,
 )
 
-DEFAULTS: dict[str, Callable[[], Diagram]] = {
-    "attention_lookup": attention_lookup,
-    "qkv_projections": qkv_projections,
-    "causal_mask": causal_mask,
-    "head_split": head_split,
-    "pre_ln_block": lambda: transformer_block(pre_ln=True),
-    "post_ln_block": lambda: transformer_block(pre_ln=False),
-    "gpt2_vs_llama_block": gpt2_vs_llama_block,
-    "rope_rotation": rope_rotation,
-    "kv_cache_steps": kv_cache_steps,
+DEFAULTS: dict[str, Callable[[], Diagram]] = {  # what the pages draw
+    "attention_lookup": lambda: attention_lookup(run_attention_lookup()),
+    "qkv_projections": lambda: qkv_projections(run_qkv_projections()),
+    "causal_mask": lambda: causal_mask(run_causal_mask()),
+    "head_split": lambda: head_split(run_head_split()),
+    "pre_ln_block": lambda: transformer_block(run_block_order(pre_ln=True)),
+    "post_ln_block": lambda: transformer_block(run_block_order(pre_ln=False)),
+    "gpt2_vs_llama_block": lambda: gpt2_vs_llama_block(run_block_parts()),
+    "rope_rotation": lambda: rope_rotation(run_rope_rotation()),
+    "kv_cache_steps": lambda: kv_cache_steps(run_kv_cache_steps()),
     "bpe_merges": lambda: bpe_merges(run_bpe_steps()),
 }
-# the largest (and smallest) pictures the arguments allow
+# the largest (and smallest) pictures the diagrams draw
 EXTREMES: dict[str, Callable[[], Diagram]] = {
-    "attention_lookup max": lambda: attention_lookup(n_keys=6, d_k=3, d_v=3, seed=3),
-    "qkv_projections max": lambda: qkv_projections(T=8, d_model=12, d_k=12),
-    "causal_mask max": lambda: causal_mask(8),
-    "head_split wide": lambda: head_split(B=4, T=3, d_model=16, n_heads=8),
-    "head_split tall": lambda: head_split(B=4, T=6, d_model=8, n_heads=4),
-    "head_split one head": lambda: head_split(B=1, T=1, d_model=2, n_heads=1),
-    "rope_rotation max": lambda: rope_rotation(positions=range(6), d_k=128, pairs=(0, 1, 2)),
-    "kv_cache_steps max": lambda: kv_cache_steps(prompt_len=5, new_tokens=4),
-    "kv_cache_steps min": lambda: kv_cache_steps(prompt_len=1, new_tokens=1),
+    "attention_lookup max": lambda: attention_lookup(
+        run_attention_lookup(n_keys=6, d_k=3, d_v=3, seed=3)),
+    "qkv_projections max": lambda: qkv_projections(run_qkv_projections(T=8, d_model=12, d_k=12)),
+    "causal_mask max": lambda: causal_mask(run_causal_mask(8)),
+    "head_split wide": lambda: head_split(run_head_split(B=4, T=3, d_model=16, n_heads=8)),
+    "head_split tall": lambda: head_split(run_head_split(B=4, T=6, d_model=8, n_heads=4)),
+    "head_split one head": lambda: head_split(run_head_split(B=1, T=1, d_model=2, n_heads=1)),
+    "rope_rotation max": lambda: rope_rotation(
+        run_rope_rotation(positions=tuple(range(6)), d_k=128, pairs=(0, 1, 2))),
+    "kv_cache_steps max": lambda: kv_cache_steps(run_kv_cache_steps(prompt_len=5, new_tokens=4)),
+    "kv_cache_steps min": lambda: kv_cache_steps(run_kv_cache_steps(prompt_len=1, new_tokens=1)),
     "bpe_merges max": lambda: bpe_merges(run_bpe_steps("abcd efgh ijkl mnop qrst " * 2,
                                                        num_merges=6), steps=6),
     "bpe_merges min": lambda: bpe_merges(run_bpe_steps("ab", num_merges=1), steps=1),
@@ -179,14 +187,15 @@ def test_alt_text_in_both_languages(rendered, name: str) -> None:
 
 
 def test_digest_follows_the_data() -> None:
-    assert head_split().digest == head_split().digest
-    assert head_split(T=3).digest != head_split().digest
-    assert causal_mask(seed=1).digest != causal_mask().digest
-    assert transformer_block(True).digest != transformer_block(False).digest
+    assert head_split(run_head_split()).digest == head_split(run_head_split()).digest
+    assert head_split(run_head_split(T=3)).digest != head_split(run_head_split()).digest
+    assert causal_mask(run_causal_mask(seed=1)).digest != causal_mask(run_causal_mask()).digest
+    assert (transformer_block(run_block_order(pre_ln=True)).digest
+            != transformer_block(run_block_order(pre_ln=False)).digest)
 
 
 def test_printed_in_the_language_of_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    fig = causal_mask(2)
+    fig = causal_mask(run_causal_mask(2))
     monkeypatch.setenv("LLMLAB_LANG", "zh")
     monkeypatch.setenv("LLMLAB_OUTPUT", "markdown")  # as the build prints it
     page = str(fig)
@@ -218,95 +227,55 @@ def test_layout_check_sees_overlaps_and_spills() -> None:
 
 
 # --------------------------------------------------------------------------
-# what is drawn comes from the code
+# what is drawn is what the experiment computed
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("B, T, D, H", [(2, 4, 8, 2), (1, 3, 12, 3), (3, 2, 16, 8), (2, 4, 8, 1)])
-def test_head_split_shows_the_shapes_of_view_and_transpose(B: int, T: int, D: int, H: int) -> None:
-    data = head_split(B=B, T=T, d_model=D, n_heads=H).data
-    x = torch.randn(B, T, D)
-    heads = x.view(B, T, H, D // H).transpose(1, 2)
-    assert data["shapes"] == {
-        "x": tuple(x.shape),
-        "view": tuple(x.view(B, T, H, D // H).shape),
-        "transpose": tuple(heads.shape),
-        "transpose_back": tuple(heads.transpose(1, 2).shape),
-        "merged": tuple(heads.transpose(1, 2).contiguous().view(B, T, D).shape),
-    }
-    assert data["shapes"]["transpose"] == (B, H, T, D // H)
-    # the numbers in the cells: element t·D + d of a sequence lands in head d // (D/H)
-    numbers = torch.arange(T * D).view(T, D)
-    for h in range(H):
-        assert torch.equal(data["heads"][h], numbers[:, h * D // H:(h + 1) * D // H])
-    assert data["round_trip"] is True
-    # the note under the picture: after the heads' transpose, .view needs .contiguous()
-    assert data["view_without_contiguous_fails"] is (H > 1 and T > 1)
+def test_head_split_draws_its_result() -> None:
+    result = run_head_split(B=3, T=2, d_model=12, n_heads=3)
+    data = head_split(result).data
+    assert data["shapes"] == result.shapes and data["shapes"]["transpose"] == (3, 3, 2, 4)
+    for name in ("x", "split", "heads"):
+        assert torch.equal(data[name], getattr(result, name))
+    assert (data["round_trip"], data["view_without_contiguous_fails"]) == (True, True)
 
 
-def test_head_split_matches_the_attention_module() -> None:
-    torch.manual_seed(0)
-    attn = gpt2.MultiHeadSelfAttention(8, 2)
-    steps = attn.forward_steps(torch.randn(2, 4, 8))
-    shapes = head_split(B=2, T=4, d_model=8, n_heads=2).data["shapes"]
-    assert tuple(steps["q_heads"].shape) == shapes["transpose"]
-    assert tuple(steps["heads"].transpose(1, 2).shape) == shapes["transpose_back"]
-    assert tuple(steps["concat"].shape) == shapes["merged"]
-    assert not steps["heads"].transpose(1, 2).is_contiguous()  # what the note says
+def test_causal_mask_draws_its_result() -> None:
+    result = run_causal_mask(6, seed=2)
+    data = causal_mask(result).data
+    for name in ("mask", "scores", "weights"):
+        assert torch.equal(data[name], getattr(result, name))
+    assert data["weights"].triu(1).abs().max() == 0  # the zeros drawn above the diagonal
 
 
-def test_causal_mask_draws_the_library_mask() -> None:
-    data = causal_mask(6, seed=2).data
-    assert torch.equal(data["mask"], mask_of(6))
-    assert torch.equal(data["mask"], torch.ones(6, 6, dtype=torch.bool).tril())
-    expected = torch.softmax(data["scores"].masked_fill(~mask_of(6), float("-inf")), dim=-1)
-    torch.testing.assert_close(data["weights"], expected)
-    assert data["weights"].triu(1).abs().max() == 0
-    torch.testing.assert_close(data["weights"].sum(-1), torch.ones(6))
+def test_attention_lookup_draws_its_result() -> None:
+    result = run_attention_lookup(n_keys=5, d_k=3, d_v=2, seed=1)
+    fig = attention_lookup(result)
+    for name in ("query", "keys", "values", "scores", "weights", "output"):
+        assert torch.equal(fig.data[name], getattr(result, name))
+    best = int(result.weights.argmax())
+    assert f"{float(result.weights[best]):.2f}" in fig.alt.en  # the alt names the largest weight
 
 
-def test_attention_lookup_weights_are_the_softmax_of_the_scores() -> None:
-    data = attention_lookup(n_keys=5, d_k=3, d_v=2, seed=1).data
-    q, K, V = data["query"], data["keys"], data["values"]
-    assert q.shape == (3,) and K.shape == (5, 3) and V.shape == (5, 2)
-    assert torch.equal(q, q.round(decimals=1))  # shown numbers are the computed ones
-    torch.testing.assert_close(data["scores"], K @ q / math.sqrt(3))
-    torch.testing.assert_close(data["weights"], torch.softmax(K @ q / math.sqrt(3), dim=-1))
-    torch.testing.assert_close(data["output"], data["weights"] @ V)
-    torch.testing.assert_close(data["output"], F.scaled_dot_product_attention(
-        q[None, None], K[None], V[None])[0, 0])
-
-
-def test_qkv_projections_show_the_linear_layers_shapes() -> None:
-    data = qkv_projections(T=3, d_model=5, d_k=2).data
+def test_qkv_projections_draw_its_result() -> None:
+    result = run_qkv_projections(T=3, d_model=5, d_k=2)
+    data = qkv_projections(result).data
     assert data["shapes"] == {"x": (3, 5), "q_proj": (3, 2), "k_proj": (3, 2), "v_proj": (3, 2)}
     assert data["weights"] == {name: (2, 5) for name in ("q_proj", "k_proj", "v_proj")}
-    assert not torch.equal(data["q_proj"], data["k_proj"])  # three different matrices
-    before = torch.get_rng_state()
-    qkv_projections()
-    assert torch.equal(torch.get_rng_state(), before)  # the global RNG is left alone
+    for name in ("q_proj", "k_proj", "v_proj"):
+        assert torch.equal(data[name], result.outputs[name])
 
 
-def test_rope_rotation_draws_the_module_s_rotations() -> None:
-    positions, d_k, theta = (0, 1, 2, 5), 8, 10_000.0
-    data = rope_rotation(positions=positions, d_k=d_k, theta=theta, pairs=(0, 3)).data
-    freqs = rope_frequencies(theta, d_k)
-    assert data["freqs"] == [float(freqs[0]), float(freqs[3])]
-    x = torch.zeros(len(positions), d_k)
-    x[:, 0::2] = 1.0
-    m = torch.tensor(positions)
+def test_rope_rotation_draws_its_result() -> None:
+    result = run_rope_rotation(positions=(0, 1, 2, 5), d_k=8, pairs=(0, 3))
+    data = rope_rotation(result).data
+    assert data["freqs"] == result.freqs and data["pairs"] == [0, 3]
     for k in (0, 3):
-        angle = m.double() * freqs[k]
-        expected = torch.stack([angle.cos(), angle.sin()], dim=-1).float()
-        torch.testing.assert_close(data["rotated"][k], expected)
-        pair = slice(2 * k, 2 * k + 2)
-        torch.testing.assert_close(data["rotated"][k], rope_complex(x, m, theta)[:, pair])
-        rope = RotaryPositionalEmbedding(theta, d_k, 6)
-        torch.testing.assert_close(data["rotated"][k], rope(x, m)[:, pair])
+        assert torch.equal(data["rotated"][k], result.rotated[k])
 
 
 @pytest.mark.parametrize("pre_ln, order", [(True, ["ln1", "attn", "ln2", "ffn"]),
                                            (False, ["attn", "ln1", "ffn", "ln2"])])
 def test_transformer_block_order_and_code_are_the_module_s(pre_ln: bool, order: list[str]) -> None:
-    data = transformer_block(pre_ln=pre_ln).data
+    data = transformer_block(run_block_order(pre_ln=pre_ln)).data
     assert data["order"] == order
     assert data["steps"].count("add") == 2 and data["steps"].count("fork") == 2
     # the two lines of code written on the picture compute what the block computes
@@ -321,55 +290,61 @@ def test_transformer_block_order_and_code_are_the_module_s(pre_ln: bool, order: 
         torch.testing.assert_close(scope["x"], block(x0))
 
 
-def test_gpt2_vs_llama_block_reads_the_parts_off_the_models() -> None:
-    parts = gpt2_vs_llama_block().data
-    g, m = parts["gpt2"], parts["llama"]
-    assert (g["norm"], m["norm"]) == ("LayerNorm", "RMSNorm")
-    assert (g["ffn"], m["ffn"]) == ("MLP", "SwiGLU")
-    assert "GELU" in g["ffn_parts"] and m["ffn_parts"] == ["w1", "w2", "w3"]
-    assert g["embeddings"] == ["tok_emb", "pos_emb"] and m["embeddings"] == ["token_embeddings"]
-    assert (g["rope"], m["rope"]) == (None, "RotaryPositionalEmbedding")
-    assert m["attn"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
-    assert g["linear_biases"] == 4 and m["linear_biases"] == 0
+def test_gpt2_vs_llama_block_draws_its_result() -> None:
+    result = run_block_parts()
+    fig = gpt2_vs_llama_block(result)
+    assert fig.data == {"gpt2": result.gpt2, "llama": result.llama}
+    assert result.gpt2["norm"] in fig.alt.en and result.llama["norm"] in fig.alt.en
+
+
+@pytest.mark.parametrize(("prompt_len", "new_tokens"), [(3, 3), (1, 4), (5, 1)])
+def test_kv_cache_steps_draws_its_result(prompt_len: int, new_tokens: int) -> None:
+    result = run_kv_cache_steps(prompt_len=prompt_len, new_tokens=new_tokens)
+    d = kv_cache_steps(result)
+    assert d.data["fed"] == result.fed == [prompt_len] + [1] * new_tokens
+    assert d.data["key_shapes"] == result.key_shapes
+    assert fmt_shape(result.key_shapes[0]) in d.alt.en and fmt_shape(result.key_shapes[-1]) in d.alt.en
 
 
 # --------------------------------------------------------------------------
 # bad arguments name the argument
 # --------------------------------------------------------------------------
-BAD = [
-    (lambda: head_split(d_model=0), ValueError, r"d_model must be an int >= 1, got 0"),
-    (lambda: head_split(d_model=8, n_heads=3), ValueError,
-     r"d_model \(8\) must be divisible by n_heads \(3\)"),
-    (lambda: head_split(B=True), TypeError, r"B must be an int, got bool"),
-    (lambda: head_split(T=2.0), TypeError, r"T must be an int, got float"),
-    (lambda: head_split(n_heads=-1), ValueError, r"n_heads must be an int >= 1"),
-    (lambda: head_split(d_model=64, n_heads=4), ValueError, r"d_model must be at most 16"),
-    (lambda: head_split(T=6, d_model=12), ValueError, r"T \* d_model must be at most 48"),
-    (lambda: causal_mask(0), ValueError, r"T must be an int >= 2, got 0"),
-    (lambda: causal_mask(True), TypeError, r"T must be an int, got bool"),
-    (lambda: causal_mask(9), ValueError, r"T must be at most 8"),
-    (lambda: causal_mask(4, seed=-1), ValueError, r"seed must be an int >= 0"),
-    (lambda: attention_lookup(n_keys=1), ValueError, r"n_keys must be an int >= 2"),
-    (lambda: attention_lookup(d_k=0), ValueError, r"d_k must be an int >= 1"),
-    (lambda: attention_lookup(d_v=False), TypeError, r"d_v must be an int, got bool"),
-    (lambda: attention_lookup(d_k=4), ValueError, r"d_k must be at most 3"),
-    (lambda: qkv_projections(T=0), ValueError, r"T must be an int >= 1"),
-    (lambda: qkv_projections(d_model=None), TypeError, r"d_model must be an int, got NoneType"),
-    (lambda: qkv_projections(d_k=13), ValueError, r"d_k must be at most 12"),
-    (lambda: rope_rotation(d_k=7), ValueError, r"d_k must be even"),
-    (lambda: rope_rotation(d_k=True), TypeError, r"d_k must be an int, got bool"),
-    (lambda: rope_rotation(theta=0.0), ValueError, r"theta must be a finite number in \(0"),
-    (lambda: rope_rotation(theta=float("nan")), ValueError, r"theta must be a finite number"),
-    (lambda: rope_rotation(positions=()), ValueError, r"positions must hold 1 to 6 values"),
-    (lambda: rope_rotation(positions=(1, 1)), ValueError, r"positions must be distinct"),
-    (lambda: rope_rotation(positions=(0, True)), TypeError, r"positions\[1\] must be an int"),
-    (lambda: rope_rotation(positions=(-1,)), ValueError, r"positions\[0\] must be an int >= 0"),
-    (lambda: rope_rotation(positions="012"), TypeError, r"positions must be a sequence of ints"),
-    (lambda: rope_rotation(pairs=(4,)), ValueError, r"pairs must lie in \[0, 3\], got 4"),
-    (lambda: transformer_block(pre_ln=1), TypeError, r"pre_ln must be a bool, got int"),
-    (lambda: kv_cache_steps(prompt_len=0), ValueError, r"prompt_len must be an int >= 1"),
-    (lambda: kv_cache_steps(new_tokens=5), ValueError, r"new_tokens must be at most 4"),
-    (lambda: kv_cache_steps(seed=1.5), TypeError, r"seed must be an int, got float"),
+BAD = [  # a diagram takes an experiment's result and refuses one too big to stay legible
+    (lambda: head_split(run_head_split(d_model=32, n_heads=4)), ValueError,
+     r"result's d_model must be at most 16 so the diagram stays legible, got 32"),
+    (lambda: head_split(run_head_split(B=5)), ValueError, r"result's B must be at most 4"),
+    (lambda: head_split(run_head_split(T=6, d_model=12)), ValueError,
+     r"result's T \* d_model must be at most 48"),
+    (lambda: head_split(run_head_split(T=1, d_model=16, n_heads=16)), ValueError,
+     r"result's n_heads must be at most 8"),
+    (lambda: head_split(None), TypeError,
+     r"result must be a HeadSplitResult \(run_head_split\(\)\), got NoneType"),
+    (lambda: causal_mask(run_causal_mask(9)), ValueError, r"result's T must be at most 8"),
+    (lambda: causal_mask(run_attention_lookup()), TypeError,
+     r"result must be a CausalMaskResult \(run_causal_mask\(\)\), got AttentionLookupResult"),
+    (lambda: attention_lookup(run_attention_lookup(n_keys=7)), ValueError,
+     r"result's n_keys must be at most 6"),
+    (lambda: attention_lookup(run_attention_lookup(d_k=4)), ValueError,
+     r"result's d_k must be at most 3"),
+    (lambda: attention_lookup(run_attention_lookup(d_v=4)), ValueError,
+     r"result's d_v must be at most 3"),
+    (lambda: qkv_projections(run_qkv_projections(T=9)), ValueError, r"result's T must be at most 8"),
+    (lambda: qkv_projections(run_qkv_projections(d_model=13)), ValueError,
+     r"result's d_model must be at most 12"),
+    (lambda: qkv_projections(run_qkv_projections(d_k=13)), ValueError,
+     r"result's d_k must be at most 12"),
+    (lambda: rope_rotation(run_rope_rotation(positions=tuple(range(7)))), ValueError,
+     r"result's number of positions must be at most 6"),
+    (lambda: rope_rotation(run_rope_rotation(pairs=(0, 1, 2, 3))), ValueError,
+     r"result's number of pairs must be at most 3"),
+    (lambda: transformer_block(True), TypeError,
+     r"result must be a BlockOrderResult \(run_block_order\(\)\), got bool"),
+    (lambda: gpt2_vs_llama_block({"gpt2": {}, "llama": {}}), TypeError,
+     r"result must be a BlockPartsResult \(run_block_parts\(\)\), got dict"),
+    (lambda: kv_cache_steps(run_kv_cache_steps(prompt_len=6)), ValueError,
+     r"result's prompt_len must be at most 5"),
+    (lambda: kv_cache_steps(run_kv_cache_steps(new_tokens=5)), ValueError,
+     r"result's new_tokens must be at most 4"),
     (lambda: bpe_merges("low lower"), TypeError, r"result must be a BPEStepsResult"),
     (lambda: bpe_merges(run_bpe_steps(), steps=0), ValueError, r"steps must be an int >= 1"),
     (lambda: bpe_merges(run_bpe_steps(), steps=7), ValueError, r"steps must be at most 6"),
@@ -385,30 +360,6 @@ BAD = [
      r"result's merged tokens are too long to draw in 6.5 in .*draw fewer steps"),
     (lambda: bpe_merges(run_bpe_steps("注意 注意")), ValueError, r"printable ASCII"),
 ]
-
-
-@pytest.mark.parametrize(("prompt_len", "new_tokens"), [(3, 3), (1, 4), (5, 1)])
-def test_kv_cache_steps_draws_what_the_cache_holds(prompt_len: int, new_tokens: int) -> None:
-    """Each row is one call of the model with the KVCache: the prompt's call feeds
-    ``prompt_len`` positions, each later one a single position, and block 0's cached
-    keys, (B, h, T, d_head), grow by what the call fed."""
-    from llmlab.kv_cache import KVCache
-    from llmlab.models.llama import TransformerLM
-
-    d = kv_cache_steps(prompt_len=prompt_len, new_tokens=new_tokens)
-    assert d.data["fed"] == [prompt_len] + [1] * new_tokens
-    assert [s[-2] for s in d.data["key_shapes"]] == list(
-        itertools.accumulate(d.data["fed"]))
-    assert {s[:2] + s[3:] for s in d.data["key_shapes"]} == {(1, d.data["num_heads"],
-                                                              d.data["d_head"])}
-    # the same shapes as a cache filled by a model of the same sizes directly
-    layers, heads = d.data["num_layers"], d.data["num_heads"]
-    model = TransformerLM(16, 9, heads * d.data["d_head"], layers, heads, 16).eval()
-    cache = KVCache(layers, 9)
-    with torch.no_grad():
-        model(torch.zeros(1, prompt_len, dtype=torch.long), kv_cache=cache)
-    assert tuple(cache.layers[0].keys.shape) == d.data["key_shapes"][0]
-    assert kv_cache_steps(prompt_len, new_tokens).make("en") == d.make("en")  # seeded
 
 
 @pytest.mark.parametrize("text, steps", [(None, 4), ("hug pug pun bun hugs", 3),
@@ -449,12 +400,16 @@ def test_bad_arguments_are_named(call: Callable[[], Any], error: type, message: 
         call()
 
 
-PAGE_DIAGRAMS = {  # the diagram calls each lecture shows
-    "attention-from-scratch.md": ("attention_lookup()", "qkv_projections()", "causal_mask()"),
-    "multihead-transformer-block.md": ("head_split()", "transformer_block(pre_ln=True)",
-                                       "transformer_block(pre_ln=False)"),
-    "building-blocks.md": ("gpt2_vs_llama_block()", "rope_rotation()"),
-    "training.md": ("kv_cache_steps()",),
+PAGE_DIAGRAMS = {  # the diagram calls each lecture shows: the experiment, then its drawing
+    "attention-from-scratch.md": ("attention_lookup(run_attention_lookup())",
+                                  "qkv_projections(run_qkv_projections())",
+                                  "causal_mask(run_causal_mask())"),
+    "multihead-transformer-block.md": ("head_split(run_head_split())",
+                                       "transformer_block(run_block_order(pre_ln=True))",
+                                       "transformer_block(run_block_order(pre_ln=False))"),
+    "building-blocks.md": ("gpt2_vs_llama_block(run_block_parts())",
+                           "rope_rotation(run_rope_rotation())"),
+    "training.md": ("kv_cache_steps(run_kv_cache_steps())",),
     "tokenization.md": ("bpe_merges(run_bpe_steps())",),
 }
 
@@ -485,7 +440,7 @@ def test_a_figure_is_a_block_of_html_even_right_after_a_table() -> None:
     from llmlab.build import precompute
     from llmlab.report import table
 
-    fig = causal_mask(2)
+    fig = causal_mask(run_causal_mask(2))
     rows = table(["a", "b"], [(1, 2)]).render("en").rstrip("\n")
     notebook = precompute._output_markdown(nbformat.v4.new_output(
         "display_data", data={"image/svg+xml": fig.make("en")}))

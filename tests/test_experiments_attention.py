@@ -123,3 +123,69 @@ def test_timing_table_structure():
     with pytest.raises(ValueError, match="divisible"):
         time_attention_variants.uncached(d_model=10, num_heads=3)
     assert time_attention_variants.machine_dependent  # cached per machine
+
+
+# ---------------------------------------------------------------------------
+# the lecture's diagrams (drawn by llmlab.report.diagrams)
+# ---------------------------------------------------------------------------
+def test_attention_lookup_weights_are_the_softmax_of_the_scores():
+    import math
+
+    import torch.nn.functional as F
+
+    from llmlab.experiments.attention import run_attention_lookup
+
+    r = run_attention_lookup(n_keys=5, d_k=3, d_v=2, seed=1)
+    q, K, V = r.query, r.keys, r.values
+    assert q.shape == (3,) and K.shape == (5, 3) and V.shape == (5, 2)
+    assert r.scores.shape == r.weights.shape == (5,) and r.output.shape == (2,)
+    assert torch.equal(q, q.round(decimals=1)) and torch.equal(K, K.round(decimals=1))
+    torch.testing.assert_close(r.scores, K @ q / math.sqrt(3))
+    torch.testing.assert_close(r.weights, torch.softmax(K @ q / math.sqrt(3), dim=-1))
+    torch.testing.assert_close(r.weights.sum(), torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(r.output, r.weights @ V)
+    torch.testing.assert_close(r.output, F.scaled_dot_product_attention(
+        q[None, None], K[None], V[None])[0, 0])
+    before = torch.get_rng_state()
+    again = run_attention_lookup(n_keys=5, d_k=3, d_v=2, seed=1)
+    assert torch.equal(torch.get_rng_state(), before)  # its own generator
+    assert torch.equal(again.query, q) and not torch.equal(
+        run_attention_lookup(n_keys=5, d_k=3, d_v=2, seed=2).query, q)
+
+
+def test_qkv_projections_are_three_linear_layers():
+    from llmlab.experiments.attention import run_qkv_projections
+    from llmlab.layers import Linear
+
+    r = run_qkv_projections.uncached(T=3, d_model=5, d_k=2, seed=4)
+    assert r.x.shape == (3, 5)
+    assert {n: tuple(o.shape) for n, o in r.outputs.items()} == {
+        "q_proj": (3, 2), "k_proj": (3, 2), "v_proj": (3, 2)}
+    assert r.weight_shapes == {name: (2, 5) for name in ("q_proj", "k_proj", "v_proj")}
+    assert not torch.equal(r.outputs["q_proj"], r.outputs["k_proj"])  # three different matrices
+    # the same seed rebuilds the input and the layers: each output is its layer of x
+    torch.manual_seed(4)
+    x = torch.randn(3, 5)
+    layers = [Linear(5, 2) for _ in range(3)]
+    assert torch.equal(x, r.x)
+    with torch.no_grad():
+        for layer, name in zip(layers, ("q_proj", "k_proj", "v_proj")):
+            torch.testing.assert_close(r.outputs[name], layer(x))
+    before = torch.get_rng_state()
+    run_qkv_projections.uncached()
+    assert torch.equal(torch.get_rng_state(), before)  # the global RNG is left alone
+
+
+@pytest.mark.parametrize("T, seed", [(2, 0), (5, 0), (6, 2)])
+def test_causal_mask_leaves_zeros_above_the_diagonal(T, seed):
+    from llmlab.experiments.attention import run_causal_mask
+    from llmlab.functional import causal_mask
+
+    r = run_causal_mask(T, seed=seed)
+    assert torch.equal(r.mask, causal_mask(T))
+    assert torch.equal(r.mask, torch.ones(T, T, dtype=torch.bool).tril())
+    expected = torch.softmax(r.scores.masked_fill(~r.mask, float("-inf")), dim=-1)
+    torch.testing.assert_close(r.weights, expected)
+    assert r.weights.triu(1).abs().max() == 0 and (r.weights.tril() > 0).sum() == T * (T + 1) // 2
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(T))
+    assert r.weights[0, 0] == 1  # the first position sees only itself

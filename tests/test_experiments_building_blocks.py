@@ -71,3 +71,44 @@ def test_attention_check():
 def test_parameter_check():
     r = bb.run_parameter_check(names=("LLAMA_TOY",))
     assert r.formula == r.code
+
+
+# --- the lecture's diagrams (drawn by llmlab.report.diagrams) ------------------------
+def test_block_parts_are_read_off_the_models():
+    r = bb.run_block_parts.uncached()
+    g, m = r.gpt2, r.llama
+    assert (g["norm"], m["norm"]) == ("LayerNorm", "RMSNorm")
+    assert (g["ffn"], m["ffn"]) == ("MLP", "SwiGLU")
+    assert "GELU" in g["ffn_parts"] and m["ffn_parts"] == ["w1", "w2", "w3"]
+    assert g["embeddings"] == ["tok_emb", "pos_emb"] and m["embeddings"] == ["token_embeddings"]
+    assert (g["rope"], m["rope"]) == (None, "RotaryPositionalEmbedding")
+    assert m["attn"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
+    assert g["linear_biases"] == 4 and m["linear_biases"] == 0
+    assert bb.run_block_parts.uncached(seed=1) == r  # names, not weights: any seed
+
+
+def test_rope_rotation_is_the_module_s():
+    import torch
+
+    from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_frequencies
+
+    positions, d_k, theta = (0, 1, 2, 5), 8, 10_000.0
+    r = bb.run_rope_rotation.uncached(positions=positions, d_k=d_k, theta=theta, pairs=(0, 3))
+    assert (r.positions, r.d_k, r.theta, r.pairs) == (list(positions), d_k, theta, [0, 3])
+    freqs = rope_frequencies(theta, d_k)
+    assert r.freqs == [float(freqs[0]), float(freqs[3])]
+    assert r.freqs[0] == 1.0 and r.freqs[1] < r.freqs[0]  # pair 0 turns 1 rad, later ones slower
+    x = torch.zeros(len(positions), d_k)
+    x[:, 0::2] = 1.0
+    m = torch.tensor(positions)
+    assert set(r.rotated) == {0, 3}
+    for k in (0, 3):
+        assert r.rotated[k].shape == (len(positions), 2)
+        angle = m.double() * freqs[k]
+        expected = torch.stack([angle.cos(), angle.sin()], dim=-1).float()
+        torch.testing.assert_close(r.rotated[k], expected)
+        torch.testing.assert_close(r.rotated[k].norm(dim=-1), torch.ones(len(positions)))
+        pair = slice(2 * k, 2 * k + 2)
+        torch.testing.assert_close(r.rotated[k], rope_complex(x, m, theta)[:, pair])
+        rope = RotaryPositionalEmbedding(theta, d_k, 6)
+        torch.testing.assert_close(r.rotated[k], rope(x, m)[:, pair])

@@ -164,3 +164,58 @@ def test_experiments_train_the_taught_module(monkeypatch):
     assert len(calls) == 2 * (1 + 2 + 1)  # per block: the collapse probe, 2 steps, eval
     for fn in (run_copy_runs, run_why_multihead, run_residual_variant, run_residual_ablation):
         assert "fast" not in inspect.signature(fn.uncached).parameters
+
+
+# ---------------------------------------------------------------------------
+# the lecture's diagrams (drawn by llmlab.report.diagrams)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("B, T, D, H", [(2, 4, 8, 2), (1, 3, 12, 3), (3, 2, 16, 8), (2, 4, 8, 1)])
+def test_head_split_shows_the_shapes_of_view_and_transpose(B, T, D, H):
+    from llmlab.experiments.multihead import run_head_split
+
+    r = run_head_split(B=B, T=T, d_model=D, n_heads=H)
+    x = torch.randn(B, T, D)
+    heads = x.view(B, T, H, D // H).transpose(1, 2)
+    assert r.shapes == {
+        "x": tuple(x.shape),
+        "view": tuple(x.view(B, T, H, D // H).shape),
+        "transpose": tuple(heads.shape),
+        "transpose_back": tuple(heads.transpose(1, 2).shape),
+        "merged": tuple(heads.transpose(1, 2).contiguous().view(B, T, D).shape),
+    }
+    assert r.shapes["transpose"] == (B, H, T, D // H)
+    # the numbered elements: element t·D + d of a sequence lands in head d // (D/H)
+    numbers = torch.arange(T * D).view(T, D)
+    assert torch.equal(r.x, numbers) and torch.equal(r.split, numbers.view(T, H, D // H))
+    for h in range(H):
+        assert torch.equal(r.heads[h], numbers[:, h * D // H:(h + 1) * D // H])
+    assert r.round_trip is True
+    # after the heads' transpose, .view needs .contiguous() (unless one axis is 1)
+    assert r.view_without_contiguous_fails is (H > 1 and T > 1)
+    assert r.back_contiguous is not r.view_without_contiguous_fails
+
+
+def test_head_split_matches_the_attention_module():
+    from llmlab.experiments.multihead import run_head_split
+    from llmlab.models.gpt2 import MultiHeadSelfAttention
+
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(8, 2)
+    steps = attn.forward_steps(torch.randn(2, 4, 8))
+    shapes = run_head_split(B=2, T=4, d_model=8, n_heads=2).shapes
+    assert tuple(steps["q_heads"].shape) == shapes["transpose"]
+    assert tuple(steps["heads"].transpose(1, 2).shape) == shapes["transpose_back"]
+    assert tuple(steps["concat"].shape) == shapes["merged"]
+    assert not steps["heads"].transpose(1, 2).is_contiguous()  # what the diagram's note says
+
+
+@pytest.mark.parametrize("pre_ln, order", [(True, ["ln1", "attn", "ln2", "ffn"]),
+                                           (False, ["attn", "ln1", "ffn", "ln2"])])
+def test_block_order_is_the_forward_pass_s(pre_ln, order):
+    from llmlab.experiments.multihead import run_block_order
+
+    r = run_block_order.uncached(pre_ln=pre_ln)
+    assert r.pre_ln is pre_ln and r.order == order
+    before = torch.get_rng_state()
+    assert run_block_order.uncached(pre_ln=pre_ln, seed=3).order == order  # any weights
+    assert torch.equal(torch.get_rng_state(), before)  # a forked RNG

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import pickle
 from pathlib import Path
@@ -261,3 +262,23 @@ def test_timings_are_cached_per_machine_and_report_it():
 def test_the_speed_yardstick_lives_in_the_benchmark():
     """PyTorch's-pieces model is not taught: it is benchmarks/training.py's, not ours."""
     assert not hasattr(exp, "TorchReferenceLM")
+
+
+@pytest.mark.parametrize(("prompt_len", "new_tokens"), [(3, 3), (1, 4), (5, 1)])
+def test_kv_cache_steps_record_what_the_cache_holds(prompt_len, new_tokens):
+    """The prompt's call feeds ``prompt_len`` positions, each later one a single
+    position, and block 0's cached keys, (B, h, T, d_head), grow by what the call fed."""
+    from llmlab.kv_cache import KVCache
+
+    r = exp.run_kv_cache_steps.uncached(prompt_len=prompt_len, new_tokens=new_tokens)
+    assert _plain(r)
+    assert r.fed == [prompt_len] + [1] * new_tokens
+    assert [s[-2] for s in r.key_shapes] == list(itertools.accumulate(r.fed))
+    assert {s[:2] + s[3:] for s in r.key_shapes} == {(1, r.num_heads, r.d_head)}
+    # the same shapes as a cache filled by a model of the same sizes directly
+    model = TransformerLM(16, 9, r.num_heads * r.d_head, r.num_layers, r.num_heads, 16).eval()
+    cache = KVCache(r.num_layers, 9)
+    with torch.no_grad():
+        model(torch.zeros(1, prompt_len, dtype=torch.long), kv_cache=cache)
+    assert tuple(cache.layers[0].keys.shape) == r.key_shapes[0]
+    assert len(cache.layers) == r.num_layers

@@ -127,3 +127,27 @@ def test_experiments_never_import_the_report_layer_or_the_build_program() -> Non
              if (d := {x for x in deps if x.startswith("llmlab.report") or x == "llmlab.cli"
                        or (x.startswith("llmlab.build") and x != "llmlab.build.cache")})}
     assert not wrong, f"experiments return data, the report layer renders it: {wrong}"
+
+
+def test_the_diagrams_only_draw() -> None:
+    """``llmlab.report.diagrams`` draws what experiments computed: of the package it
+    imports the report layer, the argument checks and experiments' result classes,
+    never a model, a layer or torch (a diagram runs no forward pass)."""
+    graph = import_graph(SRC)
+    deps = graph["llmlab.report.diagrams"]
+    wrong = sorted(d for d in deps if not (d.startswith(("llmlab.report", "llmlab.experiments."))
+                                           or d == "llmlab.checks"))
+    assert not wrong, f"the diagrams compute with {wrong}: move that into an experiment"
+    assert any(d.startswith("llmlab.experiments.") for d in deps)  # the walk sees them
+    tree = ast.parse((SRC / "llmlab" / "report" / "diagrams.py").read_text(encoding="utf-8"))
+    imported: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                imported.setdefault(alias.name, [])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.setdefault(node.module, []).extend(a.name for a in node.names)
+    assert not [m for m in imported if m.split(".")[0] == "torch"], sorted(imported)
+    taken = {name for m, names in imported.items() if m.startswith("llmlab.experiments.")
+             for name in names}
+    assert taken and all(name.endswith("Result") for name in taken), sorted(taken)

@@ -16,6 +16,7 @@ from IPython.core.formatters import DisplayFormatter
 from IPython.display import Markdown
 
 from llmlab.build import precompute
+from llmlab.experiments.attention import run_causal_mask
 from llmlab.report import label, table
 from llmlab.report.diagrams import causal_mask
 
@@ -156,7 +157,7 @@ def test_a_markdown_output_is_its_own_text_not_the_objects_name() -> None:
 
 
 def test_a_figure_output_is_split_with_its_own_svg_and_alt_text() -> None:
-    figure = causal_mask(2)
+    figure = causal_mask(run_causal_mask(2))
     data, meta = figure._repr_mimebundle_()
     assert data["text/plain"] == figure.alt.text()  # not the object's address
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f", outputs=[

@@ -228,6 +228,14 @@ CASES: list[Case] = [
     case("timing heads do not divide", "llmlab.experiments.attention.time_attention_variants",
          lambda: exp_attention.time_attention_variants(d_model=10, num_heads=3), V,
          "num_heads", r"d_model \(10\) must be divisible by num_heads \(3\)"),
+    # --- the lecture's diagrams' experiments ---
+    case("attention lookup one key", "llmlab.experiments.attention.run_attention_lookup",
+         lambda: exp_attention.run_attention_lookup(n_keys=1), V, "n_keys",
+         r"n_keys must be an int >= 2, got 1"),
+    case("qkv projections float T", "llmlab.experiments.attention.run_qkv_projections",
+         lambda: exp_attention.run_qkv_projections(T=2.0), T, "T", r"T must be an int, got float"),
+    case("causal mask of one position", "llmlab.experiments.attention.run_causal_mask",
+         lambda: exp_attention.run_causal_mask(T=1), V, "T", r"T must be an int >= 2, got 1"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

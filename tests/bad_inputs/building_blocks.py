@@ -182,6 +182,18 @@ CASES: list[Case] = [
          "llmlab.experiments.building_blocks.run_parameter_check",
          lambda: exp_blocks.run_parameter_check(names=("GPT2_SMALL",)), V, "names[0]",
          r"names\[0\] must be one of 'LLAMA_TOY', 'CS336_TINYSTORIES', 'LLAMA2_7B'"),
+    case("block parts negative seed", "llmlab.experiments.building_blocks.run_block_parts",
+         lambda: exp_blocks.run_block_parts(seed=-1), V, "seed",
+         r"seed must be an int >= 0, got -1"),
+    case("rope rotation odd d_k", "llmlab.experiments.building_blocks.run_rope_rotation",
+         lambda: exp_blocks.run_rope_rotation(d_k=7), V, "d_k", r"d_k must be even.*got 7"),
+    case("rope rotation theta nan", "llmlab.experiments.building_blocks.run_rope_rotation",
+         lambda: exp_blocks.run_rope_rotation(theta=NAN), V, "theta",
+         r"theta must be a finite number in \(0, inf\), got nan"),
+    case("rope rotation repeated position",
+         "llmlab.experiments.building_blocks.run_rope_rotation",
+         lambda: exp_blocks.run_rope_rotation(positions=(1, 1)), V, "positions",
+         r"positions must be distinct, got \[1, 1\]"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

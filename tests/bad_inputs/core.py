@@ -16,7 +16,11 @@ import torch
 from torch import nn
 
 import llmlab.checks as checks
+import llmlab.experiments.attention as exp_att
+import llmlab.experiments.building_blocks as exp_blocks
+import llmlab.experiments.multihead as exp_multihead
 import llmlab.experiments.tokenization as exp_tok
+import llmlab.experiments.training as exp_training
 import llmlab.models.gpt2 as gpt2
 import llmlab.models.llama as llama
 import llmlab.report as report
@@ -474,37 +478,37 @@ CASES: list[Case] = [
     case("Diagram of an SVG string", "llmlab.report.diagrams.Diagram",
          lambda: report_diagrams.Diagram("<svg/>", report.label("图", "figure"), {}), T,
          "make_svg", r"make_svg must be callable, got str"),
-    case("attention_lookup one key", "llmlab.report.diagrams.attention_lookup",
-         lambda: report_diagrams.attention_lookup(n_keys=1), V, "n_keys",
-         r"n_keys must be an int >= 2, got 1"),
-    case("qkv_projections float T", "llmlab.report.diagrams.qkv_projections",
-         lambda: report_diagrams.qkv_projections(T=2.0), T, "T", r"T must be an int, got float"),
+    case("attention_lookup of its arguments", "llmlab.report.diagrams.attention_lookup",
+         lambda: report_diagrams.attention_lookup(4), T, "result",
+         r"result must be an AttentionLookupResult \(run_attention_lookup\(\)\), got int"),
+    case("qkv_projections too wide to draw", "llmlab.report.diagrams.qkv_projections",
+         lambda: report_diagrams.qkv_projections(exp_att.run_qkv_projections(d_k=13)), V,
+         "result", r"result's d_k must be at most 12 so the diagram stays legible, got 13"),
     case("causal_mask diagram too large", "llmlab.report.diagrams.causal_mask",
-         lambda: report_diagrams.causal_mask(T=9), V, "T",
-         r"T must be at most 8 so the diagram stays legible, got 9"),
+         lambda: report_diagrams.causal_mask(exp_att.run_causal_mask(T=9)), V, "result",
+         r"result's T must be at most 8 so the diagram stays legible, got 9"),
     case("kv_cache_steps too many new tokens", "llmlab.report.diagrams.kv_cache_steps",
-         lambda: report_diagrams.kv_cache_steps(new_tokens=5), V, "new_tokens",
-         r"new_tokens must be at most 4 so the diagram stays legible, got 5"),
+         lambda: report_diagrams.kv_cache_steps(exp_training.run_kv_cache_steps(new_tokens=5)),
+         V, "result", r"result's new_tokens must be at most 4 so the diagram stays legible, "
+         r"got 5"),
     case("bpe_merges of a table", "llmlab.report.diagrams.bpe_merges",
          lambda: report_diagrams.bpe_merges([["low", 5]]), T, "result",
          r"result must be a BPEStepsResult \(run_bpe_steps\(\)\), got list"),
     case("bpe_merges more steps than merges", "llmlab.report.diagrams.bpe_merges",
          lambda: report_diagrams.bpe_merges(exp_tok.run_bpe_steps(num_merges=1), 2),
          V, "steps", r"steps \(2\) must be at most the merges result made \(1\)"),
-    case("kv_cache_steps prompt a float", "llmlab.report.diagrams.kv_cache_steps",
-         lambda: report_diagrams.kv_cache_steps(prompt_len=2.0), T, "prompt_len",
-         r"prompt_len must be an int, got float"),
-    case("head_split heads do not divide", "llmlab.report.diagrams.head_split",
-         lambda: report_diagrams.head_split(d_model=6, n_heads=4), V, "n_heads",
-         r"d_model \(6\) must be divisible by n_heads \(4\)"),
-    case("transformer_block pre_ln a str", "llmlab.report.diagrams.transformer_block",
-         lambda: report_diagrams.transformer_block("pre"), T, "pre_ln",
-         r"pre_ln must be a bool, got str 'pre'"),
-    case("rope_rotation odd d_k", "llmlab.report.diagrams.rope_rotation",
-         lambda: report_diagrams.rope_rotation(d_k=7), V, "d_k", r"d_k must be even.*got 7"),
-    case("rope_rotation theta nan", "llmlab.report.diagrams.rope_rotation",
-         lambda: report_diagrams.rope_rotation(theta=NAN), V, "theta",
-         r"theta must be a finite number in \(0, inf\), got nan"),
+    case("head_split too many cells", "llmlab.report.diagrams.head_split",
+         lambda: report_diagrams.head_split(exp_multihead.run_head_split(T=6, d_model=12)), V,
+         "result", r"result's T \* d_model must be at most 48 .*got 6 \* 12 = 72"),
+    case("transformer_block of pre_ln", "llmlab.report.diagrams.transformer_block",
+         lambda: report_diagrams.transformer_block(True), T, "result",
+         r"result must be a BlockOrderResult \(run_block_order\(\)\), got bool"),
+    case("gpt2_vs_llama_block of a model", "llmlab.report.diagrams.gpt2_vs_llama_block",
+         lambda: report_diagrams.gpt2_vs_llama_block(_gpt2_lm()), T, "result",
+         r"result must be a BlockPartsResult \(run_block_parts\(\)\), got TransformerLM"),
+    case("rope_rotation too many pairs", "llmlab.report.diagrams.rope_rotation",
+         lambda: report_diagrams.rope_rotation(exp_blocks.run_rope_rotation(pairs=(0, 1, 2, 3))),
+         V, "result", r"result's number of pairs must be at most 3 .*got 4"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

@@ -85,6 +85,12 @@ CASES: list[Case] = [
     case("residual ablation window", "llmlab.experiments.multihead.run_residual_ablation",
          lambda: exp_multihead.run_residual_ablation(steps=3, window=4), V, "window",
          r"window must be an int in \[1, 3\], got 4"),
+    case("head split heads do not divide", "llmlab.experiments.multihead.run_head_split",
+         lambda: exp_multihead.run_head_split(d_model=6, n_heads=4), V, "n_heads",
+         r"d_model \(6\) must be divisible by n_heads \(4\)"),
+    case("block order pre_ln a str", "llmlab.experiments.multihead.run_block_order",
+         lambda: exp_multihead.run_block_order("pre"), T, "pre_ln",
+         r"pre_ln must be a bool, got str 'pre'"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

@@ -347,6 +347,9 @@ CASES: list[Case] = [
     case("generation timing context 1", "llmlab.experiments.training.time_generation",
          lambda: exp_training.time_generation(context_length=1), V, "context_length",
          r"context_length must be an int >= 2, got 1"),
+    case("kv cache steps prompt a float", "llmlab.experiments.training.run_kv_cache_steps",
+         lambda: exp_training.run_kv_cache_steps(prompt_len=2.0), T, "prompt_len",
+         r"prompt_len must be an int, got float"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

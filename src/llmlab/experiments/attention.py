@@ -1,8 +1,10 @@
 """Seeded experiments for "Self-attention from scratch".
 
 Each ``run_*`` function seeds itself, runs on the CPU and returns plain data
-(rendered by :mod:`llmlab.report.attention`). The timing is cached per machine:
-its numbers belong to the machine they were measured on.
+(rendered by :mod:`llmlab.report.attention`; the lecture's diagrams, a lookup,
+the Q/K/V projections and the causal mask, by :mod:`llmlab.report.diagrams`).
+The timing is cached per machine: its numbers belong to the machine they were
+measured on.
 
 Taught on: "Self-attention from scratch".
 """
@@ -29,17 +31,24 @@ from llmlab.checks import (
     check_tensor,
     check_type,
 )
-from llmlab.functional import softmax
+from llmlab.functional import causal_mask, scaled_dot_product_attention, softmax
+from llmlab.layers import Linear
 
 __all__ = [
+    "AttentionLookupResult",
+    "CausalMaskResult",
     "DropoutDemoResult",
     "LearnedRecallResult",
+    "QKVProjectionsResult",
     "RecallAttention",
     "ScalingResult",
     "SummaryRecallResult",
     "TimingResult",
+    "run_attention_lookup",
+    "run_causal_mask",
     "run_dropout_demo",
     "run_learned_recall",
+    "run_qkv_projections",
     "run_scaling_table",
     "run_summary_recall",
     "sdpa_forward",
@@ -301,6 +310,132 @@ def run_scaling_table(
         list(d_ks), out["vr"], out["vs"], out["mr"], out["ms"], out["jr"], out["js"],
         num_keys, trials,
     )
+
+
+# ---------------------------------------------------------------------------
+# the lecture's diagrams: a lookup, the Q/K/V projections, the causal mask
+# (drawn by llmlab.report.diagrams)
+# ---------------------------------------------------------------------------
+@dataclass
+class AttentionLookupResult:
+    """One query looking up ``n_keys`` (key, value) pairs, on numbers with one decimal.
+
+    Attributes:
+        query: ``(d_k,)``.
+        keys: ``(n_keys, d_k)``.
+        values: ``(n_keys, d_v)``.
+        scores: ``(n_keys,)``, ``keys @ query / √d_k``.
+        weights: ``(n_keys,)``, the softmax of the scores (they sum to 1).
+        output: ``(d_v,)``, :func:`llmlab.functional.scaled_dot_product_attention`
+            of the query, ``weights @ values``.
+    """
+
+    query: Tensor
+    keys: Tensor
+    values: Tensor
+    scores: Tensor
+    weights: Tensor
+    output: Tensor
+
+
+def run_attention_lookup(n_keys: int = 4, d_k: int = 3, d_v: int = 3, seed: int = 0
+                         ) -> AttentionLookupResult:
+    """A small seeded lookup: the scores ``q·kᵢ/√d_k``, their softmax and the output.
+
+    The query, keys and values are ``N(0, 1)`` draws rounded to one decimal (in
+    float64), so that a reader can redo the arithmetic.
+
+    Args:
+        n_keys: Number of (key, value) pairs, at least 2.
+        d_k: Size of the query and the keys.
+        d_v: Size of the values.
+        seed: Seed of the numbers (a generator of its own: the global RNG is untouched).
+    """
+    n_keys = check_int("n_keys", n_keys, minimum=2)
+    d_k, d_v = check_int("d_k", d_k), check_int("d_v", d_v)
+    check_int("seed", seed, minimum=0)
+    g = torch.Generator().manual_seed(seed)
+
+    def example(*shape: int) -> Tensor:  # N(0, 1), rounded to one decimal
+        return torch.randn(*shape, generator=g, dtype=torch.float64).round(decimals=1)
+
+    q, keys, values = example(d_k), example(n_keys, d_k), example(n_keys, d_v)
+    scores = keys @ q / math.sqrt(d_k)  # (n_keys,)
+    weights = softmax(scores, dim=-1)  # (n_keys,), sums to 1
+    out = scaled_dot_product_attention(q[None], keys, values)[0]  # (d_v,) = weights @ V
+    return AttentionLookupResult(q, keys, values, scores, weights, out)
+
+
+@dataclass
+class QKVProjectionsResult:
+    """An input ``x`` through three :class:`llmlab.layers.Linear` projections.
+
+    Attributes:
+        x: ``(T, d_model)``, one row per token.
+        outputs: ``q_proj``, ``k_proj``, ``v_proj`` (the Llama-style attention's names) -> ``(T, d_k)``.
+        weight_shapes: The same names -> each weight's shape, ``(d_k, d_model)``.
+    """
+
+    x: Tensor
+    outputs: dict[str, Tensor]
+    weight_shapes: dict[str, tuple[int, ...]]
+
+
+@cached
+def run_qkv_projections(T: int = 4, d_model: int = 6, d_k: int = 4, seed: int = 0
+                        ) -> QKVProjectionsResult:
+    """``x`` ``(T, d_model)`` through ``q_proj``, ``k_proj``, ``v_proj`` (``d_model -> d_k``).
+
+    Seeds a forked RNG: the input and the three layers' weights are the same on
+    every call, and the global RNG is left as it was.
+
+    Args:
+        T: Number of tokens.
+        d_model: Size of each input vector.
+        d_k: Size of each query, key and value.
+        seed: Seed of the input and the weights.
+    """
+    T, d_model, d_k = check_int("T", T), check_int("d_model", d_model), check_int("d_k", d_k)
+    check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        x = torch.randn(T, d_model)
+        projections = {name: Linear(d_model, d_k) for name in ("q_proj", "k_proj", "v_proj")}
+        with torch.no_grad():
+            outputs = {name: proj(x) for name, proj in projections.items()}  # each (T, d_k)
+    shapes = {name: tuple(p.weight.shape) for name, p in projections.items()}
+    return QKVProjectionsResult(x, outputs, shapes)
+
+
+@dataclass
+class CausalMaskResult:
+    """:func:`llmlab.functional.causal_mask` and the softmax weights it leaves.
+
+    Attributes:
+        mask: ``(T, T)`` bool, True where query ``i`` may attend to key ``j`` (``j <= i``).
+        scores: ``(T, T)`` seeded ``N(0, 1)`` scores.
+        weights: ``(T, T)``, the softmax of the scores with the masked ones set to
+            ``−∞``: zeros above the diagonal, each row summing to 1.
+    """
+
+    mask: Tensor
+    scores: Tensor
+    weights: Tensor
+
+
+def run_causal_mask(T: int = 5, seed: int = 0) -> CausalMaskResult:
+    """The causal mask of ``T`` positions applied to seeded random scores.
+
+    Args:
+        T: Number of positions, at least 2.
+        seed: Seed of the scores (a generator of its own: the global RNG is untouched).
+    """
+    T = check_int("T", T, minimum=2)
+    check_int("seed", seed, minimum=0)
+    mask = causal_mask(T)  # (T, T), True = may attend
+    scores = torch.randn(T, T, generator=torch.Generator().manual_seed(seed))
+    weights = softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (T, T)
+    return CausalMaskResult(mask, scores, weights)
 
 
 # ---------------------------------------------------------------------------

@@ -5,6 +5,8 @@ Each ``run_*`` is seeded, CPU-only and returns plain data (rendered by
 so it is cached per machine: its timings describe the machine that measured them.
 The arguments that configure a Llama-style module keep its (CS336) names, as
 ``num_heads`` of :func:`run_attention_check` and ``d_k`` of :func:`run_rope_check`.
+:func:`run_block_parts` and :func:`run_rope_rotation` compute what the lecture's
+diagrams show (drawn by :mod:`llmlab.report.diagrams`).
 
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
@@ -14,9 +16,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import platform
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from llmlab.build.cache import cached
 from llmlab.checks import (
@@ -25,12 +30,14 @@ from llmlab.checks import (
     check_finite_float,
     check_floats,
     check_int,
+    check_rope_size,
     check_sizes,
     check_type,
 )
 from llmlab.feed_forward import ReLUFFN, SwiGLU, gelu, relu, silu
 from llmlab.functional import softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
+from llmlab.models import gpt2
 from llmlab.models.llama import (
     CS336_TINYSTORIES,
     LLAMA2_7B,
@@ -46,6 +53,7 @@ from llmlab.position import RotaryPositionalEmbedding, rope_complex, rope_freque
 __all__ = [
     "ActivationResult",
     "AttentionCheckResult",
+    "BlockPartsResult",
     "FFNParityResult",
     "FlopsRuntimeResult",
     "InitStatisticsResult",
@@ -53,8 +61,10 @@ __all__ = [
     "NormComparisonResult",
     "ParameterCheckResult",
     "RopeCheckResult",
+    "RopeRotationResult",
     "run_activation_values",
     "run_attention_check",
+    "run_block_parts",
     "run_ffn_parity",
     "run_flops_vs_runtime",
     "run_init_statistics",
@@ -62,7 +72,137 @@ __all__ = [
     "run_norm_comparison",
     "run_parameter_check",
     "run_rope_check",
+    "run_rope_rotation",
 ]
+
+
+# --- 0. the lecture's diagrams: GPT-2 vs Llama, RoPE's rotations -----------------
+
+
+@dataclasses.dataclass
+class BlockPartsResult:
+    """The parts of a tiny GPT-2-style and a tiny Llama-style model, read off the modules.
+
+    Each of :attr:`gpt2` and :attr:`llama` maps
+
+    * ``embeddings``: the model's embedding tables (a position table, if it has one),
+    * ``norm``: the class of a block's norms,
+    * ``attn``: the names of the attention's linear layers,
+    * ``ffn``, ``ffn_parts``: the feed-forward's class and its parts in order,
+    * ``rope``: the class of the attention's rotary embedding, or None,
+    * ``linear_biases``: how many linear layers of a block have a bias.
+    """
+
+    gpt2: dict[str, Any]
+    llama: dict[str, Any]
+
+
+def _linear_biases(module: nn.Module) -> int:
+    """How many linear layers in ``module`` have a bias."""
+    return sum(isinstance(m, (nn.Linear, Linear)) and getattr(m, "bias", None) is not None
+               for m in module.modules())
+
+
+@cached
+def run_block_parts(seed: int = 0) -> BlockPartsResult:
+    """Build a tiny :class:`llmlab.models.gpt2.TransformerLM` and
+    :class:`llmlab.models.llama.TransformerLM` (one block each, ``d_model=8``) and
+    read off their blocks' parts: classes, sub-module names, position tables, biases.
+
+    Args:
+        seed: Seed of the models' weights (a forked RNG: the global one is untouched).
+    """
+    check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        g = gpt2.TransformerLM(vocab_size=16, context_length=8, d_model=8, n_layers=1, n_heads=2)
+        m = TransformerLM(vocab_size=16, context_length=8, d_model=8, num_layers=1,
+                          num_heads=2, d_ff=16)
+    gb, mb = g.blocks[0], m.layers[0]
+    linears = (nn.Linear, Linear)
+    return BlockPartsResult(
+        gpt2={
+            "embeddings": [n for n in ("tok_emb", "pos_emb") if hasattr(g, n)],
+            "norm": type(gb.ln1).__name__,
+            "attn": [n for n, c in gb.attn.named_children() if isinstance(c, linears)],
+            "ffn": type(gb.ffn).__name__,
+            "ffn_parts": [n if isinstance(c, linears) else type(c).__name__
+                          for n, c in gb.ffn.named_children() if not isinstance(c, nn.Dropout)],
+            "rope": None,
+            "linear_biases": _linear_biases(gb),
+        },
+        llama={
+            "embeddings": ["token_embeddings"] + [n for n in ("pos_emb",) if hasattr(m, n)],
+            "norm": type(mb.ln1).__name__,
+            "attn": [n for n, c in mb.attn.named_children() if isinstance(c, linears)],
+            "ffn": type(mb.ffn).__name__,
+            "ffn_parts": [n for n, c in mb.ffn.named_children() if isinstance(c, linears)],
+            "rope": type(mb.attn.rope).__name__ if mb.attn.rope is not None else None,
+            "linear_biases": _linear_biases(mb),
+        },
+    )
+
+
+@dataclasses.dataclass
+class RopeRotationResult:
+    """The same vector at several positions, rotated by RoPE.
+
+    Attributes:
+        positions: The positions ``m``.
+        d_k: Size of the vector.
+        theta: RoPE's base Θ.
+        pairs: The pairs of coordinates kept (pair ``k`` is coordinates ``2k, 2k+1``).
+        freqs: One per pair in :attr:`pairs`: its angle per position,
+            ``θ_k = theta^(−2k/d_k)`` (:func:`llmlab.position.rope_frequencies`).
+        rotated: Pair ``k`` -> ``(len(positions), 2)``, the rotated pair at each position.
+    """
+
+    positions: list[int]
+    d_k: int
+    theta: float
+    pairs: list[int]
+    freqs: list[float]
+    rotated: dict[int, torch.Tensor]
+
+
+def _distinct_ints(name: str, values: object, low: int, high: int) -> list[int]:
+    """At least one distinct int, each in ``[low, high]``."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
+    out = [check_int(f"{name}[{i}]", v, minimum=low) for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value, got none")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} must be distinct, got {out}")
+    if max(out) > high:
+        raise ValueError(f"{name} must lie in [{low}, {high}], got {max(out)}")
+    return out
+
+
+@cached
+def run_rope_rotation(positions: tuple[int, ...] = (0, 1, 2, 3), d_k: int = 8,
+                      theta: float = 10_000.0, pairs: tuple[int, ...] = (0, 1)
+                      ) -> RopeRotationResult:
+    """A vector whose every pair is ``(1, 0)`` through a real
+    :class:`llmlab.position.RotaryPositionalEmbedding` at each of ``positions``.
+
+    Args:
+        positions: Distinct positions, each 0 to 1023.
+        d_k: Size of the query/key vectors (even).
+        theta: RoPE's base Θ.
+        pairs: Distinct pair indices in ``[0, d_k/2)``.
+    """
+    d_k = check_rope_size("d_k", d_k)
+    theta = check_finite_float("theta", theta, minimum=0.0, open_min=True)
+    positions = _distinct_ints("positions", positions, 0, 1023)
+    pairs = _distinct_ints("pairs", pairs, 0, d_k // 2 - 1)
+    rope = RotaryPositionalEmbedding(theta, d_k, max_seq_len=max(positions) + 1)
+    x = torch.zeros(len(positions), d_k)
+    x[:, 0::2] = 1.0  # every pair (1, 0)
+    rotated = rope(x, torch.tensor(positions))  # (len(positions), d_k)
+    freqs = rope_frequencies(theta, d_k)  # (d_k/2,), float64
+    return RopeRotationResult(positions, d_k, theta, pairs, [float(freqs[k]) for k in pairs],
+                              {k: rotated[:, 2 * k: 2 * k + 2] for k in pairs})
 
 
 # --- 1. initialisation -------------------------------------------------------------

@@ -6,6 +6,9 @@
   the accuracies it records what each read-out answered
   (:meth:`WhyMultiheadResult.answered`): a head that blends two positions hands
   both tokens on, but hardly their order.
+* :func:`run_head_split` and :func:`run_block_order`: the shapes of the head
+  split and the order in which a block runs its parts, for the lecture's
+  diagrams (drawn by :mod:`llmlab.report.diagrams`).
 * :func:`run_residual_ablation`: an 8-block model learns to copy ``x[t-3]`` with
   Pre-LN or Post-LN residual blocks, but not without residual connections (its
   representations collapse before training starts).
@@ -19,6 +22,7 @@ Taught on: "Multi-head attention and the Transformer block (GPT-2 style)".
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +37,7 @@ from llmlab.checks import (
     check_int,
     check_sizes,
     check_tensor,
+    check_bool,
     check_type,
 )
 from llmlab.models.gpt2 import MultiHeadSelfAttention, TransformerBlock
@@ -40,19 +45,135 @@ from llmlab.params import count_parameters
 
 __all__ = [
     "KINDS",
+    "BlockOrderResult",
     "CopyRuns",
+    "HeadSplitResult",
     "OneLayerAttention",
     "ResidualAblationResult",
     "ResidualRun",
     "WhyMultiheadResult",
     "collapse_score",
     "evaluate_copy_model",
+    "run_block_order",
     "run_copy_runs",
+    "run_head_split",
     "run_residual_ablation",
     "run_residual_variant",
     "run_why_multihead",
     "train_copy_model",
 ]
+
+
+# ---------------------------------------------------------------------------
+# the lecture's diagrams: splitting into heads, the order inside a block
+# ---------------------------------------------------------------------------
+@dataclass
+class HeadSplitResult:
+    """``(B, T, D)`` split into ``H`` heads and merged back, on numbered elements.
+
+    The input's entries number the elements of each sequence: ``x[b, t, d] = t·D + d``.
+
+    Attributes:
+        shapes: The shape after each call: ``x`` ``(B, T, D)``, ``view``
+            ``(B, T, H, D // H)``, ``transpose`` ``(B, H, T, D // H)``,
+            ``transpose_back`` ``(B, T, H, D // H)`` and ``merged`` ``(B, T, D)``.
+        x: ``(T, D)``, sequence 0 of the input.
+        split: ``(T, H, D // H)``, sequence 0 after ``view``.
+        heads: ``(H, T, D // H)``, sequence 0 after ``transpose(1, 2)``: one matrix per head.
+        back_contiguous: Whether the heads transposed back are contiguous in memory.
+        view_without_contiguous_fails: Whether ``.view(B, T, D)`` of them raises
+            (it does when a transpose moved more than one position and head).
+        round_trip: Whether the merge gives back the input exactly.
+    """
+
+    shapes: dict[str, tuple[int, ...]]
+    x: Tensor
+    split: Tensor
+    heads: Tensor
+    back_contiguous: bool
+    view_without_contiguous_fails: bool
+    round_trip: bool
+
+
+def run_head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2
+                   ) -> HeadSplitResult:
+    """The calls of :meth:`llmlab.models.gpt2.MultiHeadSelfAttention.forward_steps`
+    that split ``(B, T, D)`` into heads and merge them back: ``view``, ``transpose``,
+    then ``transpose``, ``contiguous`` and ``view``.
+
+    Args:
+        B: Batch size.
+        T: Tokens per sequence.
+        d_model: Width ``D``, divisible by ``n_heads``.
+        n_heads: Number of heads ``H``.
+    """
+    B, T = check_int("B", B), check_int("T", T)
+    D, H = check_int("d_model", d_model), check_int("n_heads", n_heads)
+    check_divisible("d_model", D, "n_heads", H)
+    Dh = D // H
+    x = torch.arange(T * D).view(1, T, D).repeat(B, 1, 1)  # x[b, t, d] = t·D + d
+    split = x.view(B, T, H, Dh)  # (B, T, H, Dh)
+    heads = split.transpose(1, 2)  # (B, H, T, Dh)
+    attended = heads.contiguous()  # attention's output: new memory in (B, H, T, Dh) order
+    back = attended.transpose(1, 2)  # (B, T, H, Dh): new strides, same memory
+    try:
+        back.view(B, T, D)
+        view_fails = False
+    except RuntimeError:  # "view size is not compatible with input tensor's size and stride"
+        view_fails = True
+    merged = back.contiguous().view(B, T, D)  # (B, T, D)
+    shapes = {"x": tuple(x.shape), "view": tuple(split.shape), "transpose": tuple(heads.shape),
+              "transpose_back": tuple(back.shape), "merged": tuple(merged.shape)}
+    return HeadSplitResult(shapes, x[0], split[0], heads[0], back.is_contiguous(), view_fails,
+                           torch.equal(merged, x))
+
+
+@dataclass
+class BlockOrderResult:
+    """The order in which a :class:`llmlab.models.gpt2.TransformerBlock` runs its parts.
+
+    Attributes:
+        pre_ln: LayerNorm before each sub-layer (True, GPT-2) or after each add (2017).
+        order: ``ln1``, ``attn``, ``ln2`` and ``ffn`` in the order one forward pass
+            calls them.
+    """
+
+    pre_ln: bool
+    order: list[str]
+
+
+def _call_order(block: nn.Module, names: Sequence[str], *args: object) -> list[str]:
+    """The order in which ``block``'s sub-modules ``names`` run in one forward pass."""
+    order: list[str] = []
+    hooks = [getattr(block, n).register_forward_pre_hook(
+        lambda module, inputs, n=n: order.append(n)) for n in names]
+    try:
+        with torch.no_grad():
+            block(*args)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return order
+
+
+@cached
+def run_block_order(pre_ln: bool = True, seed: int = 0) -> BlockOrderResult:
+    """Record, with forward pre-hooks, the order of a real block's sub-modules.
+
+    The block (``d_model=8``, 2 heads) is built under a forked RNG seeded with
+    ``seed`` and runs once on zeros ``(1, 3, 8)``.
+
+    Args:
+        pre_ln: Pre-LN (True) or Post-LN (False).
+        seed: Seed of the block's weights.
+    """
+    check_bool("pre_ln", pre_ln)
+    check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        block = TransformerBlock(d_model=8, n_heads=2, pre_ln=pre_ln)
+    order = _call_order(block, ["ln1", "attn", "ln2", "ffn"], torch.zeros(1, 3, 8))
+    return BlockOrderResult(pre_ln, order)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,8 @@ that the page can print it.
   lecture's runs): loss curves, samples, FLOPs.
 * :func:`run_sampling`: one prompt under each decoding rule.
 * :func:`run_kv_cache_check`: the cache changes no logit; its memory by formula.
+* :func:`run_kv_cache_steps`: what each call of generation feeds and caches (what
+  the lecture's diagram of the KV cache draws).
 * :func:`run_checkpoint_resume`: a resumed run equals the uninterrupted one.
 
 ``time_*`` functions measure speed: cached per machine (``machine_dependent``), so
@@ -88,6 +90,7 @@ __all__ = [
     "GenerationTiming",
     "GradientClippingResult",
     "KVCacheCheckResult",
+    "KVCacheStepsResult",
     "LossAtInitResult",
     "LrScheduleResult",
     "Sample",
@@ -107,6 +110,7 @@ __all__ = [
     "run_checkpoint_resume",
     "run_gradient_clipping",
     "run_kv_cache_check",
+    "run_kv_cache_steps",
     "run_loss_at_init",
     "run_lr_schedule",
     "run_sampling",
@@ -1026,6 +1030,60 @@ def run_kv_cache_check(
         per_token * big.context_length, num_layers, num_heads, d_model // num_heads,
         context_length, 256, d_model,
     )
+
+
+@dataclasses.dataclass
+class KVCacheStepsResult:
+    """What each call of generation with a :class:`~llmlab.kv_cache.KVCache` feeds and caches.
+
+    Attributes:
+        fed: Positions fed by each call: the prompt's length, then 1 per new token.
+        key_shapes: After each call, the shape of block 0's cached keys,
+            ``(B, num_heads, T, d_head)``.
+        num_layers: Blocks of the model.
+        num_heads: Heads per block.
+        d_head: Size of each head.
+    """
+
+    fed: list[int]
+    key_shapes: list[tuple[int, ...]]
+    num_layers: int
+    num_heads: int
+    d_head: int
+
+
+@cached
+def run_kv_cache_steps(prompt_len: int = 3, new_tokens: int = 3, seed: int = 0
+                       ) -> KVCacheStepsResult:
+    """Feed a small :class:`~llmlab.models.llama.TransformerLM` (2 blocks, 2 heads of
+    4) a prompt of ``prompt_len`` tokens in one call, then ``new_tokens`` tokens one
+    call each, with one :class:`~llmlab.kv_cache.KVCache`; record what each call fed
+    and the shape of block 0's cached keys after it.
+
+    Args:
+        prompt_len: Tokens of the prompt.
+        new_tokens: Tokens generated after it.
+        seed: Seed of the model's weights (under a forked RNG) and of the token ids.
+    """
+    prompt_len = check_int("prompt_len", prompt_len)
+    new_tokens = check_int("new_tokens", new_tokens)
+    check_int("seed", seed, minimum=0)
+    num_layers, num_heads, d_model, vocab = 2, 2, 8, 16
+    total = prompt_len + new_tokens
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = TransformerLM(vocab, total, d_model, num_layers, num_heads, 16).eval()
+    ids = torch.randint(0, vocab, (1, total), generator=torch.Generator().manual_seed(seed))
+    cache = KVCache(num_layers, total)
+    fed: list[int] = []
+    shapes: list[tuple[int, ...]] = []
+    with torch.no_grad():
+        for n in (prompt_len, *[1] * new_tokens):
+            start = cache.seq_len
+            model(ids[:, start:start + n], kv_cache=cache)
+            fed.append(n)
+            shapes.append(tuple(cache.layers[0].keys.shape))
+    return KVCacheStepsResult(fed, shapes, num_layers, num_heads, d_model // num_heads)
 
 
 # --- (6) checkpoint and resume ------------------------------------------------------

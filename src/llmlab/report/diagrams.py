@@ -1,13 +1,19 @@
 """Conceptual diagrams, drawn from the real code, in the reader's language.
 
-Each function returns a :class:`Diagram`: a :func:`llmlab.report.figure` (SVG made
-on demand in the page's language, text as paths, the same bytes on every build)
-that also keeps in :attr:`Diagram.data` the shapes and numbers it drew. The sizes
-and numbers come from running the package's own code: the head split runs
-``view`` and ``transpose``, the causal mask is :func:`llmlab.functional.causal_mask`,
-the rotations come from :class:`llmlab.position.RotaryPositionalEmbedding`, the
-blocks' order and parts from :mod:`llmlab.models`, the BPE merges from
-:func:`llmlab.experiments.tokenization.run_bpe_steps`.
+Each function takes what an experiment computed and returns a :class:`Diagram`:
+a :func:`llmlab.report.figure` (SVG made on demand in the page's language, text
+as paths, the same bytes on every build) that also keeps in :attr:`Diagram.data`
+the shapes and numbers it drew. This module only draws: the sizes and numbers
+come from running the package's own code in :mod:`llmlab.experiments` (the head
+split runs ``view`` and ``transpose`` in :func:`~llmlab.experiments.multihead.run_head_split`,
+the causal mask is :func:`~llmlab.experiments.attention.run_causal_mask`, the
+rotations :func:`~llmlab.experiments.building_blocks.run_rope_rotation`, the
+blocks' order and parts :func:`~llmlab.experiments.multihead.run_block_order` and
+:func:`~llmlab.experiments.building_blocks.run_block_parts`, the KV cache
+:func:`~llmlab.experiments.training.run_kv_cache_steps`, the BPE merges
+:func:`~llmlab.experiments.tokenization.run_bpe_steps`), and a page calls the
+experiment, then the diagram: ``diagrams.causal_mask(run_causal_mask())``. A
+diagram refuses a result too big to stay legible on a phone.
 
 Taught on: "Self-attention from scratch" (lookup, projections, the causal mask),
 "Multi-head attention and the Transformer block (GPT-2 style)" (head split, Pre-LN
@@ -24,17 +30,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import torch
-from torch import nn
-
-from llmlab.checks import check_finite_float, check_int, check_rope_size, check_type
+from llmlab.checks import check_int, check_type
+from llmlab.experiments.attention import (
+    AttentionLookupResult,
+    CausalMaskResult,
+    QKVProjectionsResult,
+)
+from llmlab.experiments.building_blocks import BlockPartsResult, RopeRotationResult
+from llmlab.experiments.multihead import BlockOrderResult, HeadSplitResult
 from llmlab.experiments.tokenization import BPEStepsResult
-from llmlab.functional import causal_mask as _causal_mask
-from llmlab.functional import scaled_dot_product_attention, softmax
-from llmlab.kv_cache import KVCache
-from llmlab.layers import Linear
-from llmlab.models import gpt2, llama
-from llmlab.position import RotaryPositionalEmbedding, rope_frequencies
+from llmlab.experiments.training import KVCacheStepsResult
 from llmlab.report import Label, Localized, _style, figure, fmt_shape, label, svg_from_figure, text
 
 __all__ = [
@@ -88,6 +93,12 @@ def _size(name: str, value: object, maximum: int, minimum: int = 1) -> int:
         raise ValueError(
             f"{name} must be at most {maximum} so the diagram stays legible, got {value}")
     return value
+
+
+def _result(result: object, cls: type, experiment: str) -> Any:
+    """``result`` if it is what ``experiment`` returns."""
+    article = "an" if cls.__name__[0] in "AEIOU" else "a"
+    return check_type("result", result, cls, expected=f"{article} {cls.__name__} ({experiment}())")
 
 
 # --------------------------------------------------------------------------
@@ -208,31 +219,19 @@ def _num(v: float, digits: int = 1) -> str:
 # --------------------------------------------------------------------------
 # attention as a weighted lookup
 # --------------------------------------------------------------------------
-def attention_lookup(n_keys: int = 4, d_k: int = 3, d_v: int = 3, seed: int = 0) -> Diagram:
+def attention_lookup(result: AttentionLookupResult) -> Diagram:
     """One query looks up ``n_keys`` (key, value) pairs: scores, softmax weights, output.
 
-    The numbers are a small seeded example (one decimal, so a reader can redo the
-    arithmetic); the weights are :func:`llmlab.functional.softmax` of ``q·kᵢ/√d_k``
-    and the output is :func:`llmlab.functional.scaled_dot_product_attention`.
-
     Args:
-        n_keys: Number of (key, value) pairs, 2 to 6.
-        d_k: Size of the query and the keys, 1 to 3.
-        d_v: Size of the values, 1 to 3.
-        seed: Seed of the example's numbers.
+        result: What :func:`~llmlab.experiments.attention.run_attention_lookup`
+            returned, with 2 to 6 keys and ``d_k``, ``d_v`` 1 to 3 (one cell per number).
     """
-    n_keys = _size("n_keys", n_keys, 6, minimum=2)
-    d_k, d_v = _size("d_k", d_k, 3), _size("d_v", d_v, 3)
-    seed = check_int("seed", seed, minimum=0)
-    g = torch.Generator().manual_seed(seed)
-
-    def example(*shape: int) -> torch.Tensor:  # N(0, 1), rounded to one decimal
-        return torch.randn(*shape, generator=g, dtype=torch.float64).round(decimals=1)
-
-    q, keys, values = example(d_k), example(n_keys, d_k), example(n_keys, d_v)
-    scores = keys @ q / math.sqrt(d_k)  # (n_keys,)
-    weights = softmax(scores, dim=-1)  # (n_keys,), sums to 1
-    out = scaled_dot_product_attention(q[None], keys, values)[0]  # (d_v,) = weights @ V
+    _result(result, AttentionLookupResult, "run_attention_lookup")
+    q, keys, values = result.query, result.keys, result.values
+    scores, weights, out = result.scores, result.weights, result.output
+    n_keys = _size("result's n_keys", keys.shape[0], 6, minimum=2)
+    d_k = _size("result's d_k", keys.shape[1], 3)
+    d_v = _size("result's d_v", values.shape[1], 3)
     data = {"query": q, "keys": keys, "values": values, "scores": scores,
             "weights": weights, "output": out}
     best = int(weights.argmax())
@@ -295,7 +294,7 @@ def attention_lookup(n_keys: int = 4, d_k: int = 3, d_v: int = 3, seed: int = 0)
 # --------------------------------------------------------------------------
 # Q/K/V projections
 # --------------------------------------------------------------------------
-def qkv_projections(T: int = 4, d_model: int = 6, d_k: int = 4, seed: int = 0) -> Diagram:
+def qkv_projections(result: QKVProjectionsResult) -> Diagram:
     """The input ``x`` ``(T, d_model)`` through ``q_proj``, ``k_proj``, ``v_proj``.
 
     Each projection is a :class:`llmlab.layers.Linear` ``(d_model -> d_k)`` (the
@@ -303,20 +302,13 @@ def qkv_projections(T: int = 4, d_model: int = 6, d_k: int = 4, seed: int = 0) -
     a real entry of ``x``, ``Q``, ``K`` or ``V``.
 
     Args:
-        T: Number of tokens, 1 to 8.
-        d_model: Size of each input vector, 1 to 12.
-        d_k: Size of each query, key and value, 1 to 12.
-        seed: Seed of the input and the weights.
+        result: What :func:`~llmlab.experiments.attention.run_qkv_projections`
+            returned, with ``T`` 1 to 8 and ``d_model``, ``d_k`` 1 to 12.
     """
-    T, d_model, d_k = _size("T", T, 8), _size("d_model", d_model, 12), _size("d_k", d_k, 12)
-    seed = check_int("seed", seed, minimum=0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        x = torch.randn(T, d_model)
-        projections = {name: Linear(d_model, d_k) for name in ("q_proj", "k_proj", "v_proj")}
-        with torch.no_grad():
-            outs = {name: proj(x) for name, proj in projections.items()}  # each (T, d_k)
-    weight_shapes = {name: tuple(p.weight.shape) for name, p in projections.items()}
+    _result(result, QKVProjectionsResult, "run_qkv_projections")
+    x, outs, weight_shapes = result.x, result.outputs, result.weight_shapes
+    T, d_model = _size("result's T", x.shape[0], 8), _size("result's d_model", x.shape[1], 12)
+    d_k = _size("result's d_k", outs["q_proj"].shape[1], 12)
     data = {"x": x, **outs, "shapes": {"x": tuple(x.shape), **{
         name: tuple(out.shape) for name, out in outs.items()}}, "weights": weight_shapes}
 
@@ -330,7 +322,7 @@ def qkv_projections(T: int = 4, d_model: int = 6, d_k: int = 4, seed: int = 0) -
     height = y_mid + branch + T * c / 2 + 0.35
     scale = float(max(x.abs().max(), *(o.abs().max() for o in outs.values())))
 
-    def grid(ax: Any, x0: float, y_centre: float, m: torch.Tensor, edge: str) -> None:
+    def grid(ax: Any, x0: float, y_centre: float, m: Any, edge: str) -> None:
         from matplotlib import colormaps
 
         cmap = colormaps["RdBu_r"]
@@ -384,7 +376,7 @@ def qkv_projections(T: int = 4, d_model: int = 6, d_k: int = 4, seed: int = 0) -
 # --------------------------------------------------------------------------
 # the causal mask
 # --------------------------------------------------------------------------
-def causal_mask(T: int = 5, seed: int = 0) -> Diagram:
+def causal_mask(result: CausalMaskResult) -> Diagram:
     """:func:`llmlab.functional.causal_mask` ``(T, T)`` and the weights it leaves.
 
     Left: the boolean mask (True: query ``i`` may attend to key ``j``). Right: the
@@ -392,14 +384,12 @@ def causal_mask(T: int = 5, seed: int = 0) -> Diagram:
     the diagonal, each row summing to 1.
 
     Args:
-        T: Number of positions, 2 to 8.
-        seed: Seed of the example scores.
+        result: What :func:`~llmlab.experiments.attention.run_causal_mask` returned,
+            for ``T`` 2 to 8 positions.
     """
-    T = _size("T", T, 8, minimum=2)
-    seed = check_int("seed", seed, minimum=0)
-    mask = _causal_mask(T)  # (T, T), True = may attend
-    scores = torch.randn(T, T, generator=torch.Generator().manual_seed(seed))
-    weights = softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (T, T)
+    _result(result, CausalMaskResult, "run_causal_mask")
+    mask, scores, weights = result.mask, result.scores, result.weights
+    T = _size("result's T", mask.shape[0], 8, minimum=2)
     data = {"mask": mask, "scores": scores, "weights": weights}
 
     c = min(0.44, 2.45 / T)  # two panels fit in 6.5 in
@@ -466,45 +456,34 @@ def causal_mask(T: int = 5, seed: int = 0) -> Diagram:
 # --------------------------------------------------------------------------
 # splitting D into heads and merging them back
 # --------------------------------------------------------------------------
-def head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2) -> Diagram:
+def head_split(result: HeadSplitResult) -> Diagram:
     """``(B, T, D)`` -> ``view`` -> ``transpose`` into heads, and the merge back.
 
-    Runs the exact calls of :meth:`llmlab.models.gpt2.MultiHeadSelfAttention.forward_steps`
-    on a tensor whose entries number the elements of each sequence (``t·D + d``),
-    and draws sequence 0 at each stage with the shape ``tuple(shape)`` gives; the
-    batch's other sequences are the cards behind.
+    Draws sequence 0 at each stage of
+    :func:`~llmlab.experiments.multihead.run_head_split` (the calls of
+    :meth:`llmlab.models.gpt2.MultiHeadSelfAttention.forward_steps`, on elements
+    numbered ``t·D + d``) with the shape ``tuple(shape)`` gave; the batch's other
+    sequences are the cards behind.
 
     Args:
-        B: Batch size, 1 to 4.
-        T: Tokens per sequence, 1 to 6.
-        d_model: Width ``D``, 1 to 16; divisible by ``n_heads``; ``T * d_model``
-            at most 48 (each stage draws that many numbered cells).
-        n_heads: Number of heads ``H``, 1 to 8.
+        result: What ``run_head_split`` returned, with ``B`` 1 to 4, ``T`` 1 to 6,
+            ``D`` 1 to 16, ``H`` 1 to 8 and ``T * D`` at most 48 (each stage draws
+            that many numbered cells).
     """
-    B, T = _size("B", B, 4), _size("T", T, 6)
-    D, H = _size("d_model", d_model, 16), _size("n_heads", n_heads, 8)
-    if D % H:
-        raise ValueError(f"d_model ({D}) must be divisible by n_heads ({H})")
+    _result(result, HeadSplitResult, "run_head_split")
+    shapes = result.shapes
+    B, T = _size("result's B", shapes["x"][0], 4), _size("result's T", shapes["x"][1], 6)
+    D = _size("result's d_model", shapes["x"][2], 16)
+    H = _size("result's n_heads", shapes["view"][2], 8)
     if T * D > 48:
-        raise ValueError(f"T * d_model must be at most 48 so the diagram stays legible, "
-                         f"got {T} * {D} = {T * D}")
+        raise ValueError(f"result's T * d_model must be at most 48 so the diagram stays "
+                         f"legible, got {T} * {D} = {T * D}")
     Dh = D // H
-    x = torch.arange(T * D).view(1, T, D).repeat(B, 1, 1)  # x[b, t, d] = t·D + d
-    split = x.view(B, T, H, Dh)  # (B, T, H, Dh)
-    heads = split.transpose(1, 2)  # (B, H, T, Dh)
-    attended = heads.contiguous()  # attention's output: new memory in (B, H, T, Dh) order
-    back = attended.transpose(1, 2)  # (B, T, H, Dh): new strides, same memory
-    try:
-        back.view(B, T, D)
-        view_fails = False
-    except RuntimeError:  # "view size is not compatible with input tensor's size and stride"
-        view_fails = True
-    merged = back.contiguous().view(B, T, D)  # (B, T, D)
-    shapes = {"x": tuple(x.shape), "view": tuple(split.shape), "transpose": tuple(heads.shape),
-              "transpose_back": tuple(back.shape), "merged": tuple(merged.shape)}
-    data = {"shapes": shapes, "x": x[0], "split": split[0], "heads": heads[0],
-            "back_contiguous": back.is_contiguous(), "view_without_contiguous_fails": view_fails,
-            "round_trip": torch.equal(merged, x)}
+    x, split, heads = result.x, result.split, result.heads  # sequence 0
+    view_fails = result.view_without_contiguous_fails
+    data = {"shapes": shapes, "x": x, "split": split, "heads": heads,
+            "back_contiguous": result.back_contiguous, "view_without_contiguous_fails": view_fails,
+            "round_trip": result.round_trip}
 
     c = 0.3 if D <= 12 else 0.26  # cell size
     shadow = 0.07 * (min(B, 4) - 1)  # the other sequences, as cards behind
@@ -516,7 +495,7 @@ def head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2) -> Di
     cx = width / 2
     height = 3 * block + 2 * arrow_h + 0.75
 
-    def cards(ax: Any, x0: float, top: float, cells: torch.Tensor, columns: list[float]) -> None:
+    def cards(ax: Any, x0: float, top: float, cells: Any, columns: list[float]) -> None:
         """``cells`` (T, n) at the x offsets ``columns``, head colours, B cards deep."""
         n = cells.shape[1]
         for b in range(min(B, 4) - 1, 0, -1):  # the batch's other sequences
@@ -541,19 +520,19 @@ def head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2) -> Di
         # stage 0: x, one card per sequence
         title(ax, 0, "x ", "(B, T, D)", shapes["x"])
         top0 = stage_top(0) - 0.5
-        cards(ax, cx - w_stage[0] / 2, top0, x[0], [j * c for j in range(D)])
+        cards(ax, cx - w_stage[0] / 2, top0, x, [j * c for j in range(D)])
         # stage 1: each row cut into H groups of Dh
         title(ax, 1, "", "(B, T, H, D // H)", shapes["view"])
         top1 = stage_top(1) - 0.5
         cols1 = [j * c + (j // Dh) * gap_view for j in range(D)]
-        cards(ax, cx - w_stage[1] / 2, top1, split[0].reshape(T, D), cols1)
+        cards(ax, cx - w_stage[1] / 2, top1, split.reshape(T, D), cols1)
         # stage 2: one (T, Dh) matrix per head
         title(ax, 2, "", "(B, H, T, D // H)", shapes["transpose"])
         top2 = stage_top(2) - 0.5
         x2 = cx - w_stage[2] / 2
         for h in range(H):
             left = x2 + h * (Dh * c + gap_heads)
-            cards(ax, left, top2, heads[0, h], [j * c for j in range(Dh)])
+            cards(ax, left, top2, heads[h], [j * c for j in range(Dh)])
             _write(ax, left + Dh * c / 2, top2 - T * c - 0.2,
                    t(label(f"头 {h}", f"head {h}")), size=SMALL, color=MUTED)
         # the arrows: split going down on the left, merge going up on the right
@@ -599,20 +578,6 @@ def head_split(B: int = 2, T: int = 4, d_model: int = 8, n_heads: int = 2) -> Di
 # --------------------------------------------------------------------------
 # the Transformer block: Pre-LN and Post-LN
 # --------------------------------------------------------------------------
-def _call_order(block: nn.Module, names: Sequence[str], *args: Any) -> list[str]:
-    """The order in which ``block``'s sub-modules ``names`` run in one forward pass."""
-    order: list[str] = []
-    hooks = [getattr(block, n).register_forward_pre_hook(
-        lambda module, inputs, n=n: order.append(n)) for n in names]
-    try:
-        with torch.no_grad():
-            block(*args)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return order
-
-
 _SUBLAYER = {
     "ln1": ("LayerNorm", NORM), "ln2": ("LayerNorm", NORM),
     "attn": (label("多头注意力", "multi-head attention"), ATTN),
@@ -620,22 +585,19 @@ _SUBLAYER = {
 }
 
 
-def transformer_block(pre_ln: bool = True) -> Diagram:
-    """The GPT-2-style block, Pre-LN (``pre_ln=True``, GPT-2) or Post-LN (2017).
+def transformer_block(result: BlockOrderResult) -> Diagram:
+    """The GPT-2-style block, Pre-LN (GPT-2) or Post-LN (2017).
 
-    The order of ``ln1``, ``attn``, ``ln2``, ``ffn`` is recorded with forward
+    The order of ``ln1``, ``attn``, ``ln2``, ``ffn`` is the one
+    :func:`~llmlab.experiments.multihead.run_block_order` recorded with forward
     hooks on a real :class:`llmlab.models.gpt2.TransformerBlock`; the picture adds
-    the residual connections around them.
+    the residual connections around them and the two lines of code they compute.
 
     Args:
-        pre_ln: LayerNorm before each sub-layer (True) or after each residual add.
+        result: What ``run_block_order`` returned.
     """
-    if not isinstance(pre_ln, bool):
-        raise TypeError(f"pre_ln must be a bool, got {type(pre_ln).__name__} {pre_ln!r}")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        block = gpt2.TransformerBlock(d_model=8, n_heads=2, pre_ln=pre_ln)
-    order = _call_order(block, ["ln1", "attn", "ln2", "ffn"], torch.zeros(1, 3, 8))
+    _result(result, BlockOrderResult, "run_block_order")
+    pre_ln, order = result.pre_ln, list(result.order)
     code = (["x = x + attn(ln1(x))", "x = x + ffn(ln2(x))"] if pre_ln else
             ["x = ln1(x + attn(x))", "x = ln2(x + ffn(x))"])
     # the stream from top to bottom: "fork" starts a residual branch, "add" ends it
@@ -720,52 +682,19 @@ def transformer_block(pre_ln: bool = True) -> Diagram:
 # --------------------------------------------------------------------------
 # GPT-2 block vs Llama block
 # --------------------------------------------------------------------------
-def _linear_biases(module: nn.Module) -> int:
-    """How many linear layers in ``module`` have a bias."""
-    return sum(isinstance(m, (nn.Linear, Linear)) and getattr(m, "bias", None) is not None
-               for m in module.modules())
-
-
-def _describe_models() -> dict[str, dict[str, Any]]:
-    """The parts of a tiny GPT-2-style and a tiny Llama-style model, read off the modules."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        g = gpt2.TransformerLM(vocab_size=16, context_length=8, d_model=8, n_layers=1, n_heads=2)
-        m = llama.TransformerLM(vocab_size=16, context_length=8, d_model=8, num_layers=1,
-                                num_heads=2, d_ff=16)
-    gb, mb = g.blocks[0], m.layers[0]
-    linears = (nn.Linear, Linear)
-    return {
-        "gpt2": {
-            "embeddings": [n for n in ("tok_emb", "pos_emb") if hasattr(g, n)],
-            "norm": type(gb.ln1).__name__,
-            "attn": [n for n, c in gb.attn.named_children() if isinstance(c, linears)],
-            "ffn": type(gb.ffn).__name__,
-            "ffn_parts": [n if isinstance(c, linears) else type(c).__name__
-                          for n, c in gb.ffn.named_children() if not isinstance(c, nn.Dropout)],
-            "rope": None,
-            "linear_biases": _linear_biases(gb),
-        },
-        "llama": {
-            "embeddings": ["token_embeddings"] + [n for n in ("pos_emb",) if hasattr(m, n)],
-            "norm": type(mb.ln1).__name__,
-            "attn": [n for n, c in mb.attn.named_children() if isinstance(c, linears)],
-            "ffn": type(mb.ffn).__name__,
-            "ffn_parts": [n for n, c in mb.ffn.named_children() if isinstance(c, linears)],
-            "rope": type(mb.attn.rope).__name__ if mb.attn.rope is not None else None,
-            "linear_biases": _linear_biases(mb),
-        },
-    }
-
-
-def gpt2_vs_llama_block() -> Diagram:
+def gpt2_vs_llama_block(result: BlockPartsResult) -> Diagram:
     """The two blocks side by side: norms, attention, feed-forward, positions, biases.
 
-    Every name on the boxes is read off a tiny :class:`llmlab.models.gpt2.TransformerLM`
-    and :class:`llmlab.models.llama.TransformerLM` (classes, sub-module names, whether
+    Every name on the boxes is what :func:`~llmlab.experiments.building_blocks.run_block_parts`
+    read off a tiny :class:`llmlab.models.gpt2.TransformerLM` and
+    :class:`llmlab.models.llama.TransformerLM` (classes, sub-module names, whether
     there is a position table or a RoPE, how many linear layers have biases).
+
+    Args:
+        result: What ``run_block_parts`` returned.
     """
-    parts = _describe_models()
+    _result(result, BlockPartsResult, "run_block_parts")
+    parts = {"gpt2": result.gpt2, "llama": result.llama}
     data = parts
 
     col_w, box_w, box_h = 2.75, 2.2, 0.62
@@ -853,33 +782,26 @@ def gpt2_vs_llama_block() -> Diagram:
 # --------------------------------------------------------------------------
 # RoPE: rotating pairs
 # --------------------------------------------------------------------------
-def rope_rotation(positions: Sequence[int] = (0, 1, 2, 3), d_k: int = 8,
-                  theta: float = 10_000.0, pairs: Sequence[int] = (0, 1)) -> Diagram:
+def rope_rotation(result: RopeRotationResult) -> Diagram:
     """The same vector at several positions, rotated pair by pair by RoPE.
 
-    A vector whose every pair is ``(1, 0)`` goes through a real
-    :class:`llmlab.position.RotaryPositionalEmbedding` at each of ``positions``;
-    one panel per pair in ``pairs`` draws the rotated pair: pair ``k`` turns by
-    ``θ_k = theta^(−2k/d_k)`` per position.
+    A vector whose every pair is ``(1, 0)`` went through a real
+    :class:`llmlab.position.RotaryPositionalEmbedding` at each position
+    (:func:`~llmlab.experiments.building_blocks.run_rope_rotation`); one panel per
+    pair draws the rotated pair: pair ``k`` turns by ``θ_k = theta^(−2k/d_k)``
+    per position.
 
     Args:
-        positions: 1 to 6 distinct positions ``m``, each 0 to 1023.
-        d_k: Size of the query/key vectors (even, 2 to 128).
-        theta: RoPE's base Θ.
-        pairs: 1 to 3 distinct pair indices in ``[0, d_k/2)``.
+        result: What ``run_rope_rotation`` returned, for 1 to 6 positions and 1 to 3 pairs.
     """
-    d_k = check_rope_size("d_k", _size("d_k", d_k, 128, minimum=2))
-    theta = check_finite_float("theta", theta, minimum=0.0, open_min=True)
-    positions = _int_list("positions", positions, 6, 0, 1023)
-    pairs = _int_list("pairs", pairs, 3, 0, d_k // 2 - 1)
-    rope = RotaryPositionalEmbedding(theta, d_k, max_seq_len=max(positions) + 1)
-    x = torch.zeros(len(positions), d_k)
-    x[:, 0::2] = 1.0  # every pair (1, 0)
-    rotated = rope(x, torch.tensor(positions))  # (len(positions), d_k)
-    freqs = rope_frequencies(theta, d_k)  # (d_k/2,), float64
+    _result(result, RopeRotationResult, "run_rope_rotation")
+    positions, d_k, theta = list(result.positions), result.d_k, result.theta
+    pairs, rotated = list(result.pairs), result.rotated
+    _size("result's number of positions", len(positions), 6)
+    _size("result's number of pairs", len(pairs), 3)
+    freqs = dict(zip(pairs, result.freqs))  # pair -> its angle per position
     data = {"positions": positions, "d_k": d_k, "theta": theta, "pairs": pairs,
-            "freqs": [float(freqs[k]) for k in pairs],
-            "rotated": {k: rotated[:, 2 * k: 2 * k + 2] for k in pairs}}
+            "freqs": list(result.freqs), "rotated": {k: rotated[k] for k in pairs}}
 
     gap = 0.35
     side = min(2.55, (6.2 - (len(pairs) - 1) * gap) / len(pairs))  # a panel's width
@@ -902,7 +824,7 @@ def rope_rotation(positions: Sequence[int] = (0, 1, 2, 3), d_k: int = 8,
                    color=MUTED)
             _write(ax, ox, oy + radius + 0.22, f"$x_{{{2 * k + 1}}}$", size=SMALL, color=MUTED)
             for i in range(len(positions)):
-                u, v = (float(a) for a in rotated[i, 2 * k: 2 * k + 2])
+                u, v = (float(a) for a in rotated[k][i])
                 _arrow(ax, (ox, oy), (ox + radius * u, oy + radius * v), color=colours[i],
                        lw=1.8)
             # the angle of the last position, as an arc
@@ -948,58 +870,30 @@ def _sub(k: int) -> str:
     return str(k).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-def _int_list(name: str, values: object, most: int, low: int, high: int) -> list[int]:
-    """1 to ``most`` distinct ints in ``[low, high]``."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
-    out = [check_int(f"{name}[{i}]", v, minimum=low) for i, v in enumerate(values)]
-    if not 1 <= len(out) <= most:
-        raise ValueError(f"{name} must hold 1 to {most} values, got {len(out)}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name} must be distinct, got {out}")
-    if max(out) > high:
-        raise ValueError(f"{name} must lie in [{low}, {high}], got {max(out)}")
-    return out
-
-
 # --------------------------------------------------------------------------
 # generating with a KV cache
 # --------------------------------------------------------------------------
-def kv_cache_steps(prompt_len: int = 3, new_tokens: int = 3, seed: int = 0) -> Diagram:
+def kv_cache_steps(result: KVCacheStepsResult) -> Diagram:
     """What each call of generation computes, and what it reads from the KV cache.
 
-    A small :class:`llmlab.models.llama.TransformerLM` (2 blocks, 2 heads of 4) is
-    fed a prompt of ``prompt_len`` tokens in one call, then ``new_tokens`` tokens
-    one call each, with one :class:`llmlab.kv_cache.KVCache`. After every call the
-    diagram records how many positions it fed and the shape of block 0's cached
-    keys. One row per call: the positions it computes (their query, key and value),
-    and the earlier ones, whose keys and values it reads from the cache.
+    :func:`~llmlab.experiments.training.run_kv_cache_steps` fed a small Llama-style
+    model a prompt in one call, then one token a call, with one
+    :class:`llmlab.kv_cache.KVCache`, recording how many positions each call fed
+    and the shape of block 0's cached keys after it. One row per call: the
+    positions it computes (their query, key and value), and the earlier ones,
+    whose keys and values it reads from the cache.
 
     Args:
-        prompt_len: Tokens of the prompt, 1 to 5.
-        new_tokens: Tokens generated after it, 1 to 4.
-        seed: Seed of the model's weights and of the token ids.
+        result: What ``run_kv_cache_steps`` returned, for a prompt of 1 to 5
+            tokens and 1 to 4 new ones.
     """
-    prompt_len = _size("prompt_len", prompt_len, 5)
-    new_tokens = _size("new_tokens", new_tokens, 4)
-    seed = check_int("seed", seed, minimum=0)
-    num_layers, num_heads, d_model, vocab = 2, 2, 8, 16
-    total = prompt_len + new_tokens
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = llama.TransformerLM(vocab, total, d_model, num_layers, num_heads, 16).eval()
-    ids = torch.randint(0, vocab, (1, total), generator=torch.Generator().manual_seed(seed))
-    cache = KVCache(num_layers, total)
-    fed: list[int] = []
-    shapes: list[tuple[int, ...]] = []
-    with torch.no_grad():
-        for n in (prompt_len, *[1] * new_tokens):
-            start = cache.seq_len
-            model(ids[:, start:start + n], kv_cache=cache)
-            fed.append(n)
-            shapes.append(tuple(cache.layers[0].keys.shape))
-    data = {"fed": fed, "key_shapes": shapes, "num_layers": num_layers,
-            "num_heads": num_heads, "d_head": d_model // num_heads}
+    _result(result, KVCacheStepsResult, "run_kv_cache_steps")
+    fed, shapes = list(result.fed), list(result.key_shapes)
+    prompt_len = _size("result's prompt_len", fed[0], 5)
+    _size("result's new_tokens", len(fed) - 1, 4)
+    total = sum(fed)
+    data = {"fed": fed, "key_shapes": shapes, "num_layers": result.num_layers,
+            "num_heads": result.num_heads, "d_head": result.d_head}
 
     c, row_gap = min(0.36, 2.7 / total), 0.16  # a position's cell; between two calls' rows
     x_grid = 1.75  # the calls' names to its left
