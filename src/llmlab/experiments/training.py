@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from llmlab.build.cache import cached
+from llmlab.build.cache import cached, part_results
 from llmlab.checks import (
     check_bool,
     check_choice,
@@ -300,9 +300,15 @@ def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
     return sum(poem_line_has_shape(p) for p in lines), len(lines)
 
 
-def _bpe_run(corpus: str) -> TrainedBPE:
-    """The tokenization lecture's BPE run on ``corpus`` (cached)."""
-    return run_train_corpus(corpus, TOKENIZER_CHARS[corpus], TOKENIZER_MERGES)
+def _tokenizer_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
+    """The BPE run :func:`corpus_tokenizer` cuts its tokenizer from (none for bytes).
+
+    The cache parts of every experiment that calls :func:`corpus_tokenizer`.
+    """
+    if corpus not in CORPORA or vocab_size == 256:
+        return []
+    return [(run_train_corpus, dict(corpus=corpus, num_chars=TOKENIZER_CHARS[corpus],
+                                    num_merges=TOKENIZER_MERGES))]
 
 
 def corpus_tokenizer(corpus: str, vocab_size: int):
@@ -316,9 +322,11 @@ def corpus_tokenizer(corpus: str, vocab_size: int):
     """
     check_choice("corpus", corpus, CORPORA)
     check_int("vocab_size", vocab_size, minimum=256, maximum=257 + TOKENIZER_MERGES)
-    if vocab_size == 256:
+    runs: list[TrainedBPE] = part_results(_tokenizer_parts, corpus, vocab_size)
+    if not runs:
         return ByteTokenizer()
-    return _bpe_run(corpus).tokenizer(vocab_size - 257)
+    [run] = runs
+    return run.tokenizer(vocab_size - 257)
 
 
 def corpus_ids(corpus: str, vocab_size: int) -> np.ndarray:
@@ -732,15 +740,7 @@ class TrainingRunResult:
         return model.eval()
 
 
-def _training_run_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
-    """The BPE run a training run's tokenizer is cut from (none for bytes)."""
-    if corpus not in CORPORA or vocab_size == 256:
-        return []
-    return [(run_train_corpus, dict(corpus=corpus, num_chars=TOKENIZER_CHARS[corpus],
-                                    num_merges=TOKENIZER_MERGES))]
-
-
-@cached(parts=_training_run_parts, cost=6.0)  # seconds on one core, per corpus
+@cached(parts=_tokenizer_parts, cost=6.0)  # seconds on one core, per corpus
 def run_training_run(
     corpus: str = "shakespeare",
     steps: int | None = None,
@@ -899,6 +899,7 @@ _RULES: dict[str, dict] = {
 
 
 def _sampling_parts(corpus: str, **_: object) -> list:
+    """The training run :func:`run_sampling` continues the prompt with."""
     return [(run_training_run, dict(corpus=corpus))]
 
 
@@ -919,7 +920,7 @@ def run_sampling(
     check_int("max_new_tokens", max_new_tokens)
     check_int("n_top", n_top, maximum=LECTURE_VOCAB)
     check_int("seed", seed, minimum=0)
-    run = run_training_run(corpus=corpus)
+    [run] = part_results(_sampling_parts, corpus)
     model = run.model()
     tokenizer = corpus_tokenizer(corpus, run.settings.vocab_size)
     ids = tokenizer.encode(prompt)
@@ -1160,7 +1161,7 @@ class ThroughputTiming:
 
 def _throughput_parts(settings: TinyLMSettings | None = None, **_: object) -> list:
     vocab_size = LECTURE_VOCAB if settings is None else settings.vocab_size
-    return _training_run_parts("shakespeare", vocab_size)
+    return _tokenizer_parts("shakespeare", vocab_size)
 
 
 @cached(parts=_throughput_parts, machine_dependent=True)
