@@ -13,7 +13,7 @@ import torch
 
 from llmlab.experiments import training as exp
 from llmlab.models.llama import TransformerLM
-from llmlab.training import ByteTokenizer
+from llmlab.tokenization import ByteTokenizer
 
 torch.set_num_threads(1)
 

@@ -61,9 +61,9 @@ from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
 from llmlab.kv_cache import KVCache
 from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
+from llmlab.tokenization import ByteTokenizer
 from llmlab.training import (
     AdamW,
-    ByteTokenizer,
     TrainEvent,
     cosine_schedule,
     cross_entropy,
