@@ -145,6 +145,10 @@ CORPUS_SAMPLE_ROWS: dict[str, tuple[int, int, int]] = {
 class TinyLMSettings:
     """The model and optimisation settings of a lecture run (printed on the page).
 
+    The first six are the model's :class:`~llmlab.models.llama.LlamaConfig`
+    fields, with this lecture's defaults: :attr:`config` is that configuration
+    (RoPE's base left at its default), and it is what checks them.
+
     Attributes:
         vocab_size: Token ids (256: byte-level; more: BPE, see
             :func:`corpus_tokenizer`).
@@ -179,9 +183,8 @@ class TinyLMSettings:
     max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
-        # the model's sizes are checked again by LlamaConfig when a model is built
-        for name in ("vocab_size", "context_length", "d_model", "num_layers",
-                     "num_heads", "d_ff", "batch_size", "steps"):
+        self.config  # noqa: B018 - LlamaConfig checks the model's sizes
+        for name in ("batch_size", "steps"):
             check_int(name, getattr(self, name))
         check_int("warmup_iters", self.warmup_iters, minimum=0,
                   maximum=self.steps - 1)
@@ -196,10 +199,14 @@ class TinyLMSettings:
         check_finite_float("max_grad_norm", self.max_grad_norm, minimum=0.0,
                            open_min=True)
 
+    @property
+    def config(self) -> LlamaConfig:
+        """The model's configuration: the fields these settings share with it."""
+        return LlamaConfig(**{name: getattr(self, name) for name in _MODEL_FIELDS})
+
     def model(self) -> TransformerLM:
         """A freshly initialised model of these settings (seed it first)."""
-        return TransformerLM(self.vocab_size, self.context_length, self.d_model,
-                             self.num_layers, self.num_heads, self.d_ff)
+        return TransformerLM.from_config(self.config)
 
     def optimizer(self, model: nn.Module) -> AdamW:
         """Our AdamW over ``model``'s parameters, with these settings."""
@@ -209,6 +216,11 @@ class TinyLMSettings:
     def schedule(self) -> Callable[[int], float]:
         """Warm-up then cosine decay to ``min_lr`` at the last step."""
         return cosine_schedule(self.max_lr, self.min_lr, self.warmup_iters, self.steps)
+
+
+_MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(LlamaConfig)
+                      if f.default is dataclasses.MISSING)
+""":class:`LlamaConfig`'s required fields: the sizes :class:`TinyLMSettings` gives it."""
 
 
 def _settings(**overrides: object) -> TinyLMSettings:
