@@ -58,7 +58,7 @@ from mkdocs.plugins import event_priority
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one thread is fastest
 ROOT = Path(__file__).resolve().parent.parent
-LANGUAGES = ("zh", "en")
+from llmlab.report import LANGUAGES  # noqa: E402 - after OMP_NUM_THREADS (it imports torch)
 ALWAYS_RUN = "machine-dependent-compute-"  # blocks that report on the precompute run
 MEMO: dict[str, dict[str, Any]] = {}  # block key -> {"output", "runs"}, across rebuilds
 HTML: dict[str, Any] = {}  # formatter key -> HTML, across rebuilds

@@ -52,3 +52,19 @@ def test_the_course_lists_every_lecture_with_its_own_title() -> None:
         for lang in ("zh", "en"):
             assert f"\n# {page.title[lang]}\n" in "\n" + read_page(lang, page.path)
         assert page.summary["zh"] != page.summary["en"]  # each in its own language
+
+
+def test_the_site_builds_the_languages_the_code_lists() -> None:
+    """mkdocs.yml's i18n locales are llmlab.report.LANGUAGES, the default first (the
+    YAML cannot import the list, so this keeps the two in step)."""
+    import yaml
+
+    from llmlab.report import LANGUAGES
+
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = yaml.load(text, Loader=course._ConfigLoader)
+    [i18n] = [p["i18n"] for p in config["plugins"] if isinstance(p, dict) and "i18n" in p]
+    locales = [entry["locale"] for entry in i18n["languages"]]
+    assert tuple(locales) == LANGUAGES
+    assert [entry.get("default", False) for entry in i18n["languages"]] == [
+        True] + [False] * (len(LANGUAGES) - 1)

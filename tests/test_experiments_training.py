@@ -14,7 +14,7 @@ import torch
 
 from llmlab.experiments import training as exp
 from llmlab.models.llama import TransformerLM
-from llmlab.training import ByteTokenizer
+from llmlab.tokenization import ByteTokenizer
 
 torch.set_num_threads(1)
 
@@ -120,6 +120,21 @@ def test_training_run_tokens_are_the_tokenizers(tiny_runs):
     for bad in (300.0, True):
         with pytest.raises(TypeError, match="vocab_size must be an int"):
             exp.corpus_tokenizer("tang", bad)
+
+
+def test_settings_give_their_model_sizes_to_llama_config():
+    from llmlab.models.llama import LlamaConfig
+
+    s = exp.TinyLMSettings(vocab_size=300, d_model=32, num_heads=2, d_ff=48)
+    assert s.config == LlamaConfig(300, s.context_length, 32, s.num_layers, 2, 48)
+    assert sum(p.numel() for p in s.model().parameters()) == s.config.parameter_count()
+    # LlamaConfig's checks, at once (not only when a model is built)
+    with pytest.raises(ValueError, match=r"d_model \(30\) must be divisible by num_heads"):
+        exp.TinyLMSettings(d_model=30, num_heads=4)
+    with pytest.raises(ValueError, match=r"d_model / num_heads \(d_head\) must be even"):
+        exp.TinyLMSettings(d_model=36, num_heads=4)
+    with pytest.raises(TypeError, match="d_ff must be an int"):
+        exp.TinyLMSettings(d_ff=176.0)
 
 
 def test_training_run_parts_name_the_tokenizer_run():

@@ -415,6 +415,44 @@ def test_shipped_gpt2_files_have_no_header() -> None:
     assert not first.startswith("#") and len(gpt2_tokenizer().merges) == 50_000
 
 
+
+# ---------------------------------------------------------------------------
+# a trained tokenizer in one file: Tokenizer.save and Tokenizer.load
+# ---------------------------------------------------------------------------
+def test_a_saved_tokenizer_loads_back_the_same(tmp_path: Path) -> None:
+    text = "hello world, hello there\u00e9\u6625 <|endoftext|> hello"
+    vocab, merges = train_bpe(_write(tmp_path / "c.txt", text * 20), 280, [EOT])
+    tok = Tokenizer(vocab, merges, [EOT])
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    back = Tokenizer.load(path)
+    assert (back.vocab, back.merges, back.special_tokens) == (
+        tok.vocab, tok.merges, tok.special_tokens)
+    assert back.encode(text) == tok.encode(text) and back.decode(back.encode(text)) == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tokenizer.json"]
+
+
+def test_save_replaces_a_file_only_when_asked(tmp_path: Path) -> None:
+    path = _write(tmp_path / "tokenizer.json", "mine")
+    small = Tokenizer(vocab_from_merges([]), [])
+    with pytest.raises(ValueError, match=r"path \(.*tokenizer\.json'\) exists; pass "
+                                         r"overwrite=True"):
+        small.save(path)
+    assert path.read_text(encoding="utf-8") == "mine"
+    small.save(path, overwrite=True)
+    assert Tokenizer.load(path).vocab == small.vocab
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"vocab": {"0": "zz"}}',
+                                  '{"vocab": {}, "merges": []}'])
+def test_load_refuses_what_save_did_not_write(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path / "tokenizer.json", text)
+    with pytest.raises(ValueError, match=r"path \(.*\) is not a tokenizer file"):
+        Tokenizer.load(path)
+    with pytest.raises(ValueError, match=r"path \(.*missing\.json'\) does not exist"):
+        Tokenizer.load(tmp_path / "missing.json")
+
+
 # ---------------------------------------------------------------------------
 # bad input: the exception type, and a message naming the argument
 # ---------------------------------------------------------------------------

@@ -23,9 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from llmlab.models.llama import TransformerLM
+from llmlab.tokenization import ByteTokenizer
 from llmlab.training import (
     AdamW,
-    ByteTokenizer,
     TrainEvent,
     checkpoint_extra,
     cosine_schedule,

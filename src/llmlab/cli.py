@@ -295,15 +295,13 @@ def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, i
 
 def _new_tokenizer(data: Path, vocab_size: int) -> tuple[Any, dict]:
     """A tokenizer for ``data`` and its description for config.json."""
-    from llmlab.training import ByteTokenizer
-
-    if vocab_size == 256:
-        return ByteTokenizer(), {"kind": "bytes", "special_tokens": []}
     try:
-        from llmlab.tokenization import Tokenizer, train_bpe
+        from llmlab.tokenization import ByteTokenizer, Tokenizer, train_bpe
     except ImportError:
         raise CliError("--vocab-size above 256 needs llmlab.tokenization (BPE), "
                        "which this installation lacks; use --vocab-size 256") from None
+    if vocab_size == 256:
+        return ByteTokenizer(), {"kind": "bytes", "special_tokens": []}
     try:
         vocab, merges = train_bpe(data, vocab_size, [EOS])
     except ValueError as err:
@@ -311,36 +309,21 @@ def _new_tokenizer(data: Path, vocab_size: int) -> tuple[Any, dict]:
     return Tokenizer(vocab, merges, [EOS]), {"kind": "bpe", "special_tokens": [EOS]}
 
 
-def _save_tokenizer(tokenizer: Any, path: Path) -> None:
-    blob = {
-        "vocab": {str(i): token.hex() for i, token in sorted(tokenizer.vocab.items())},
-        "merges": [[a.hex(), b.hex()] for a, b in tokenizer.merges],
-        "special_tokens": list(tokenizer.special_tokens),
-    }
-    _write_json(path, blob)
-
-
 def _load_tokenizer(folder: Path, described: dict) -> Any:
-    from llmlab.training import ByteTokenizer
-
+    """The tokenizer config.json describes: bytes, or ``tokenizer.json`` (BPE)."""
+    try:
+        from llmlab.tokenization import ByteTokenizer, Tokenizer
+    except ImportError:
+        raise CliError("this checkpoint needs llmlab.tokenization; this installation "
+                       "lacks it") from None
     if described.get("kind") == "bytes":
         return ByteTokenizer()
     if described.get("kind") != "bpe":
         raise CliError(f"{folder / CONFIG} names an unknown tokenizer {described!r}")
     try:
-        from llmlab.tokenization import Tokenizer
-    except ImportError:
-        raise CliError("this checkpoint uses a BPE tokenizer, which needs "
-                       "llmlab.tokenization; this installation lacks it") from None
-    blob = _read_json(folder / TOKENIZER)
-    try:
-        vocab = {int(i): bytes.fromhex(h) for i, h in blob["vocab"].items()}
-        merges = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in blob["merges"]]
-        return Tokenizer(vocab, merges, blob["special_tokens"])
-    except (KeyError, ValueError, TypeError) as err:
-        raise CliError(
-            f"{folder / TOKENIZER} is not a tokenizer file ({err})"
-        ) from None
+        return Tokenizer.load(folder / TOKENIZER)
+    except ValueError as err:
+        raise CliError(f"{folder / TOKENIZER}: {err}") from None
 
 
 def _encode(tokenizer: Any, text: str):
@@ -444,7 +427,8 @@ def _train(argv: Sequence[str] | None) -> int:
                and (args.out / METRICS).exists() else
                {"iterations": [], "losses": [], "val_iterations": [], "val_losses": []})
     if described["kind"] == "bpe" and saved is None:
-        _save_tokenizer(tokenizer, args.out / TOKENIZER)
+        # _check_out let this run write here (an empty folder, or --force)
+        tokenizer.save(args.out / TOKENIZER, overwrite=True)
 
     def checkpoint(iteration: int) -> None:
         record["iteration"] = iteration

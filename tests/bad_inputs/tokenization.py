@@ -6,12 +6,17 @@ tests/bad_inputs/__init__.py)."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
+
+import torch
 
 import llmlab.experiments.tokenization as exp_tok
 import llmlab.report.tokenization as report_tok
 from llmlab import data
 from llmlab.tokenization import (
+    ByteTokenizer,
     Tokenizer,
     chunk_boundaries,
     count_pretokens,
@@ -29,6 +34,14 @@ from llmlab.tokenization.pretokenize import check_special_tokens, special_token_
 from llmlab.tokenization.reference import require, tiktoken_encoding
 
 from bad_inputs import T, V, Case, _bytes_vocab, case
+
+
+def _saved_and_loaded() -> Tokenizer:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tokenizer.json"
+        Tokenizer(vocab_from_merges([(b"a", b"b")]), [(b"a", b"b")],
+                  ["<|endoftext|>"]).save(path)
+        return Tokenizer.load(path)
 
 
 CASES: list[Case] = [
@@ -83,6 +96,26 @@ CASES: list[Case] = [
     case("Tokenizer.from_files a number", "llmlab.tokenization.Tokenizer",
          lambda: Tokenizer.from_files(1, data.GPT2_MERGES), T, "vocab_path",
          r"vocab_path must be a str or os\.PathLike"),
+    case("ByteTokenizer decode float", "llmlab.tokenization.ByteTokenizer",
+         lambda: ByteTokenizer().decode([65, 66.0]), T, "ids", r"ids must hold ints, got float"),
+    case("ByteTokenizer decode None", "llmlab.tokenization.ByteTokenizer",
+         lambda: ByteTokenizer().decode(None), T, "ids",
+         r"ids must be an iterable of token ids \(a list of ints or a tensor\), "
+         r"got NoneType"),
+    case("ByteTokenizer encode_iterable of a str", "llmlab.tokenization.ByteTokenizer",
+         lambda: list(ByteTokenizer().encode_iterable("abc")), T, "iterable",
+         r"iterable must yield str pieces"),
+    case("Tokenizer.save over a file", "llmlab.tokenization.Tokenizer",
+         lambda: Tokenizer(_bytes_vocab(), []).save(data.GPT2_MERGES), V, "path",
+         r"path \(.*\) exists; pass overwrite=True to replace it"),
+    case("Tokenizer.save overwrite 1", "llmlab.tokenization.Tokenizer",
+         lambda: Tokenizer(_bytes_vocab(), []).save("unused.json", overwrite=1), T,
+         "overwrite", r"overwrite must be a bool, got int"),
+    case("Tokenizer.load GPT-2's vocab.json", "llmlab.tokenization.Tokenizer",
+         lambda: Tokenizer.load(data.GPT2_VOCAB), V, "path",
+         r"path \(.*\) is not a tokenizer file written by Tokenizer\.save"),
+    case("Tokenizer.load None", "llmlab.tokenization.Tokenizer",
+         lambda: Tokenizer.load(None), T, "path", r"path must be a str or os\.PathLike"),
     case("tiktoken_encoding of a dict", "llmlab.tokenization.reference.tiktoken_encoding",
          lambda: tiktoken_encoding({}), T, "tokenizer",
          r"tokenizer must be a Tokenizer, got dict"),
@@ -217,6 +250,8 @@ CASES: list[Case] = [
 GOOD: list[tuple[str, Callable[[], object]]] = [
     ("vocab_from_merges of one merge", lambda: vocab_from_merges([(b"a", b"b")])),
     ("Tokenizer cache_size 0", lambda: Tokenizer(_bytes_vocab(), [], cache_size=0)),
+    ("ByteTokenizer decode a tensor", lambda: ByteTokenizer().decode(torch.tensor([65]))),
+    ("Tokenizer.save then load", lambda: _saved_and_loaded()),
     ("split_on_special_tokens without specials", lambda: split_on_special_tokens("ab", [])),
 ]
 

@@ -22,7 +22,6 @@ from llmlab.kv_cache import KVCache, LayerKVCache, kv_cache_bytes
 from llmlab.layers import Linear
 from llmlab.training import (
     AdamW,
-    ByteTokenizer,
     checkpoint_extra,
     cosine_schedule,
     cross_entropy,
@@ -118,15 +117,6 @@ CASES: list[Case] = [
     case("split_tokens of a list", "llmlab.training.split_tokens",
          lambda: split_tokens(list(range(10))), T, "tokens",
          r"tokens must be a numpy array, numpy\.memmap or torch\.Tensor"),
-    case("ByteTokenizer decode float", "llmlab.training.ByteTokenizer",
-         lambda: ByteTokenizer().decode([65, 66.0]), T, "ids", r"ids must hold ints, got float"),
-    case("ByteTokenizer decode None", "llmlab.training.ByteTokenizer",
-         lambda: ByteTokenizer().decode(None), T, "ids",
-         r"ids must be an iterable of token ids \(a list of ints or a tensor\), "
-         r"got NoneType"),
-    case("ByteTokenizer encode_iterable of a str", "llmlab.training.ByteTokenizer",
-         lambda: list(ByteTokenizer().encode_iterable("abc")), T, "iterable",
-         r"iterable must yield str pieces"),
     case("save_checkpoint without an optimizer", "llmlab.training.save_checkpoint",
          lambda: save_checkpoint(Linear(2, 2), None, 0, io.BytesIO()), T, "optimizer",
          r"optimizer must be a torch\.optim\.Optimizer, got NoneType"),
@@ -358,7 +348,6 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("kv_cache_bytes of no tokens", lambda: kv_cache_bytes(1, 1, 1, 0) == 0),
     ("generate one token", lambda: generate(_llama_lm(), [1], 1, greedy=True)),
     ("split_tokens a small fraction", lambda: split_tokens(np.arange(100), 0.01)),
-    ("ByteTokenizer decode a tensor", lambda: ByteTokenizer().decode(torch.tensor([65]))),
     ("save_checkpoint to a buffer",
      lambda: save_checkpoint(Linear(2, 2), _opt(Linear(2, 2)), 0, io.BytesIO())),
     ("AdamW of parameter groups", lambda: AdamW([{"params": [nn.Parameter(_x(1))]}])),

@@ -19,7 +19,9 @@ function simply misses. With ``LLMLAB_CACHE_MISS=error`` (or ``wait``, while
 ``python -m llmlab.build.precompute`` is still computing) a miss raises
 :class:`NotPrecomputedError` instead of computing: the site's build sets it, so
 a page can only show what precompute computed from the manifest. Every call is
-recorded in :data:`RUN_LOG`.
+recorded in :data:`RUN_LOG`, with the cached call whose body made it: that is how
+a test checks that an experiment's declared ``parts`` are the cached calls its
+body makes (see :func:`cached`).
 
 This module's own source is not part of any key: it decides where results are
 kept, not what they are.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import functools
@@ -56,6 +59,7 @@ __all__ = [
     "clear_memory",
     "code_hash",
     "compute",
+    "part_results",
     "dependency_files",
     "disk_cache_enabled",
     "load_stored",
@@ -89,6 +93,8 @@ class RunRecord:
         seconds: Wall time of the call, lookup included.
         source: ``"computed"``, ``"memory"`` or ``"disk"``.
         compute_seconds: How long computing the result took, where it was computed.
+        caller: The key of the cached call whose body made this call; ``None`` for
+            a call from outside any cached experiment.
     """
 
     name: str
@@ -96,12 +102,15 @@ class RunRecord:
     seconds: float
     source: str
     compute_seconds: float = 0.0
+    caller: str | None = None
 
 
 RUN_LOG: list[RunRecord] = []
 """Every call of a cached experiment in this process, in order."""
 
 _MEMORY: dict[str, tuple[Any, float]] = {}
+# The key of the cached call whose body is running (None outside any).
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("_CALLER", default=None)
 _PRECOMPUTE: list[Any] = []  # see wait_for
 
 
@@ -390,10 +399,15 @@ def load_stored(path: Path) -> tuple[Any, float] | None:
     return stored
 
 
-def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = fn(**kwargs)
-    return result, time.perf_counter() - start
+def _timed(fn: Callable[..., Any], kwargs: dict[str, Any], key: str) -> tuple[Any, float]:
+    """Run the body of the cached call ``key``; its result and seconds."""
+    token = _CALLER.set(key)
+    try:
+        start = time.perf_counter()
+        result = fn(**kwargs)
+        return result, time.perf_counter() - start
+    finally:
+        _CALLER.reset(token)
 
 
 def wait_for(process: Any) -> None:
@@ -441,6 +455,10 @@ def cached(
         parts: Optional ``parts(**bound_arguments) -> [(cached_fn, kwargs), ...]``
             naming the independent cached experiments ``fn`` calls, which a
             build may compute side by side (:func:`plan`) before ``fn`` itself.
+            The body gets those results from the same function (through
+            :func:`part_results`), so that what is planned is what is called;
+            a cached call the body makes besides must be planned inside one of
+            the parts (``tests/test_parts.py`` checks every experiment).
         cost: Rough seconds one call takes on one core: a scheduling hint (the
             costliest calls start first, so that no long one runs alone at the end).
         machine_dependent: The result describes the machine (a timing): the key
@@ -464,7 +482,7 @@ def cached(
             bound = _bound_arguments(fn, args, kwargs)
             if folder is None:
                 _miss(name, bound, None)
-                _MEMORY[key], source = _timed(fn, bound), "computed"
+                _MEMORY[key], source = _timed(fn, bound, key), "computed"
             else:
                 path = folder / f"{key}.pkl"
                 stored = load_stored(path)
@@ -475,14 +493,14 @@ def cached(
                     with _key_lock(path):  # one process computes it, the others read it
                         stored = load_stored(path)
                         if stored is None:
-                            stored = _timed(fn, bound)
+                            stored = _timed(fn, bound, key)
                             _store(path, stored)
                             source = "computed"
                 _MEMORY[key] = stored
                 source = "disk" if source is None else source
         result, compute_seconds = _MEMORY[key]
         RUN_LOG.append(RunRecord(name, key, time.perf_counter() - start, source,
-                                 compute_seconds))
+                                 compute_seconds, _CALLER.get()))
         return copy.deepcopy(result)
 
     wrapper.uncached = fn  # type: ignore[attr-defined]
@@ -507,6 +525,15 @@ def plan(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[Callab
             calls.extend(plan(part, **part_kwargs))
     calls.append((fn, bound))
     return calls
+
+
+def part_results(parts: Callable[..., list], *args: Any, **kwargs: Any) -> list:
+    """The results of the cached calls ``parts(*args, **kwargs)`` names, in order.
+
+    For an experiment's body: ``parts`` is the function given to :func:`cached`
+    as ``parts=``, so the body calls exactly what :func:`plan` schedules.
+    """
+    return [part(**part_kwargs) for part, part_kwargs in parts(*args, **kwargs)]
 
 
 def stored_seconds(fn: Callable[..., Any], **kwargs: Any) -> float | None:
@@ -540,6 +567,7 @@ def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
     with _key_lock(path, wait=False) as held:
         if not held or load_stored(path) is not None:
             return None
-        result, seconds = _timed(getattr(fn, "uncached", fn), _bound_arguments(fn, (), kwargs))
+        result, seconds = _timed(getattr(fn, "uncached", fn), _bound_arguments(fn, (), kwargs),
+                                 path.stem)
         _store(path, (result, seconds))
     return seconds

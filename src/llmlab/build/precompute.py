@@ -52,14 +52,13 @@ from typing import Any
 from llmlab.build import cache
 from llmlab.checks import check_str
 from llmlab.build.course import contents
-from llmlab.report import Localized, fmt_float, img_tag, label, table
+from llmlab.report import LANGUAGES, Localized, fmt_float, img_tag, label, table
 
 __all__ = ["Call", "compute_experiments", "computation_table", "dependencies", "executed_blocks",
            "experiment_calls", "find_calls", "main", "notebook_jobs", "notebook_markdown", "notebooks", "output_digests",
            "home_contents", "project_root", "write_home_contents", "report_path", "run_jobs", "split_notebook", "stamp",
            "up_to_date"]
 
-LANGUAGES = ("zh", "en")
 NOTEBOOK_COST = 1.0  # rough seconds a notebook takes on one core (a scheduling hint)
 REPORT = "precompute.json"  # the latest run's report; each run's is also kept by its stamp
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from llmlab.build.cache import cached
+from llmlab.build.cache import cached, part_results
 from llmlab.checks import check_finite_float, check_int, check_sizes
 from llmlab.distributed import (
     AllReduceTimer,
@@ -740,6 +740,7 @@ def run_parallel_training(world_size: int = 2, steps: int = 4, batch_size: int =
 
 def _parallel_parts(world_size: int, steps: int, batch_size: int, seed: int,
                     **_: object) -> list:
+    """The one run both checks read (cache parts)."""
     return [(run_parallel_training, dict(world_size=world_size, steps=steps,
                                          batch_size=batch_size, seed=seed))]
 
@@ -776,8 +777,7 @@ def run_ddp_check(world_size: int = 2, steps: int = 4, batch_size: int = 8,
     Taught on: "Where the compute and the memory go".
     """
     _check_parallel(world_size, steps, batch_size, seed)
-    r = run_parallel_training(world_size=world_size, steps=steps,
-                              batch_size=batch_size, seed=seed)
+    [r] = part_results(_parallel_parts, world_size, steps, batch_size, seed)
     return DDPCheckResult(
         r.world_size, r.backend, r.steps, r.batch_size, r.n_parameters, r.tolerance,
         r.single_losses, r.ddp_losses, r.ddp_local_losses, r.single_grad_norms,
@@ -828,8 +828,7 @@ def run_fsdp_check(world_size: int = 2, steps: int = 4, batch_size: int = 8,
     Taught on: "Where the compute and the memory go".
     """
     _check_parallel(world_size, steps, batch_size, seed)
-    r = run_parallel_training(world_size=world_size, steps=steps,
-                              batch_size=batch_size, seed=seed)
+    [r] = part_results(_parallel_parts, world_size, steps, batch_size, seed)
     shares = [{k: f[k] / d[k] for k in f} for f, d in zip(r.fsdp_bytes, r.ddp_bytes)]
     return FSDPCheckResult(
         r.world_size, r.backend, r.steps, r.n_parameters, r.fsdp_parameter_type,

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from llmlab.build.cache import cached
+from llmlab.build.cache import cached, part_results
 from llmlab.checks import (
     check_choice,
     check_divisible,
@@ -501,7 +501,7 @@ def run_why_multihead(
     settings = dict(seeds=seeds, offsets=offsets, vocab_size=vocab_size, seq_len=seq_len,
                     d_model=d_model, steps=steps, lr=lr, batch_size=batch_size,
                     n_eval=n_eval)
-    runs = [part(**kwargs) for part, kwargs in _why_multihead_parts(heads, **settings)]
+    runs = part_results(_why_multihead_parts, heads, **settings)
     return WhyMultiheadResult(
         list(heads), list(seeds), list(offsets), vocab_size, d_model, steps, lr,
         batch_size, n_eval, [r.accuracy for r in runs], [r.n_params for r in runs],
@@ -741,7 +741,7 @@ def run_residual_ablation(
     settings = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, offset=offset,
                     vocab_size=vocab_size, seq_len=seq_len, steps=steps, lr=lr,
                     batch_size=batch_size, n_eval=n_eval, seed=seed)
-    runs = [part(**kwargs) for part, kwargs in _residual_parts(kinds, **settings)]
+    runs = part_results(_residual_parts, kinds, **settings)
     return ResidualAblationResult(
         list(kinds), n_layers, d_model, n_heads, offset, vocab_size, seq_len, steps, lr,
         batch_size, n_eval, window, {r.kind: r.collapse for r in runs},

@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from llmlab import data
-from llmlab.build.cache import cached
+from llmlab.build.cache import cached, part_results
 from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.tokenization import (
     Tokenizer,
@@ -448,7 +448,7 @@ def _token_kind(token: bytes) -> str:
     return "one_char" if len(text) == 1 else "multi_char"
 
 
-def _train_calls(num_merges: int, en_chars: int, zh_chars: int) -> list:
+def _training_parts(num_merges: int, en_chars: int, zh_chars: int, **_: object) -> list:
     """The training runs an experiment needs: one per corpus (cache parts)."""
     sizes = {"shakespeare": en_chars, "tang": zh_chars}
     return [
@@ -457,14 +457,10 @@ def _train_calls(num_merges: int, en_chars: int, zh_chars: int) -> list:
     ]
 
 
-def _training_parts(num_merges: int, en_chars: int, zh_chars: int, **_: object) -> list:
-    return _train_calls(num_merges, en_chars, zh_chars)
-
-
 def _train(
     num_merges: int, en_chars: int, zh_chars: int, heldout_chars: int
 ) -> dict[str, TrainedBPE]:
-    """The runs of :func:`_train_calls`, after checking they miss the held-out text."""
+    """The runs of :func:`_training_parts`, after checking they miss the held-out text."""
     check_int("num_merges", num_merges, minimum=0)
     check_int("heldout_chars", heldout_chars)
     shortest = min(CORPORA, key=lambda c: len(corpus_text(c)))
@@ -486,8 +482,8 @@ def _train(
                 f"{name} ({n}) must be in 1..{room}: the last heldout_chars "
                 f"({heldout_chars}) characters are kept for evaluation"
             )
-    calls = _train_calls(num_merges, en_chars, zh_chars)
-    return {kwargs["corpus"]: fn(**kwargs) for fn, kwargs in calls}
+    runs = part_results(_training_parts, num_merges, en_chars, zh_chars)
+    return {run.corpus: run for run in runs}
 
 
 @cached(parts=_training_parts, cost=0.4)

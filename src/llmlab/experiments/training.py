@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from llmlab.build.cache import cached
+from llmlab.build.cache import cached, part_results
 from llmlab.checks import (
     check_bool,
     check_choice,
@@ -63,9 +63,9 @@ from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
 from llmlab.kv_cache import KVCache
 from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
+from llmlab.tokenization import ByteTokenizer
 from llmlab.training import (
     AdamW,
-    ByteTokenizer,
     TrainEvent,
     cosine_schedule,
     cross_entropy,
@@ -149,6 +149,10 @@ CORPUS_SAMPLE_ROWS: dict[str, tuple[int, int, int]] = {
 class TinyLMSettings:
     """The model and optimisation settings of a lecture run (printed on the page).
 
+    The first six are the model's :class:`~llmlab.models.llama.LlamaConfig`
+    fields, with this lecture's defaults: :attr:`config` is that configuration
+    (RoPE's base left at its default), and it is what checks them.
+
     Attributes:
         vocab_size: Token ids (256: byte-level; more: BPE, see
             :func:`corpus_tokenizer`).
@@ -183,9 +187,8 @@ class TinyLMSettings:
     max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
-        # the model's sizes are checked again by LlamaConfig when a model is built
-        for name in ("vocab_size", "context_length", "d_model", "num_layers",
-                     "num_heads", "d_ff", "batch_size", "steps"):
+        self.config  # noqa: B018 - LlamaConfig checks the model's sizes
+        for name in ("batch_size", "steps"):
             check_int(name, getattr(self, name))
         check_int("warmup_iters", self.warmup_iters, minimum=0,
                   maximum=self.steps - 1)
@@ -200,10 +203,14 @@ class TinyLMSettings:
         check_finite_float("max_grad_norm", self.max_grad_norm, minimum=0.0,
                            open_min=True)
 
+    @property
+    def config(self) -> LlamaConfig:
+        """The model's configuration: the fields these settings share with it."""
+        return LlamaConfig(**{name: getattr(self, name) for name in _MODEL_FIELDS})
+
     def model(self) -> TransformerLM:
         """A freshly initialised model of these settings (seed it first)."""
-        return TransformerLM(self.vocab_size, self.context_length, self.d_model,
-                             self.num_layers, self.num_heads, self.d_ff)
+        return TransformerLM.from_config(self.config)
 
     def optimizer(self, model: nn.Module) -> AdamW:
         """Our AdamW over ``model``'s parameters, with these settings."""
@@ -213,6 +220,11 @@ class TinyLMSettings:
     def schedule(self) -> Callable[[int], float]:
         """Warm-up then cosine decay to ``min_lr`` at the last step."""
         return cosine_schedule(self.max_lr, self.min_lr, self.warmup_iters, self.steps)
+
+
+_MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(LlamaConfig)
+                      if f.default is dataclasses.MISSING)
+""":class:`LlamaConfig`'s required fields: the sizes :class:`TinyLMSettings` gives it."""
 
 
 def _settings(**overrides: object) -> TinyLMSettings:
@@ -304,9 +316,15 @@ def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
     return sum(poem_line_has_shape(p) for p in lines), len(lines)
 
 
-def _bpe_run(corpus: str) -> TrainedBPE:
-    """The tokenization lecture's BPE run on ``corpus`` (cached)."""
-    return run_train_corpus(corpus, TOKENIZER_CHARS[corpus], TOKENIZER_MERGES)
+def _tokenizer_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
+    """The BPE run :func:`corpus_tokenizer` cuts its tokenizer from (none for bytes).
+
+    The cache parts of every experiment that calls :func:`corpus_tokenizer`.
+    """
+    if corpus not in CORPORA or vocab_size == 256:
+        return []
+    return [(run_train_corpus, dict(corpus=corpus, num_chars=TOKENIZER_CHARS[corpus],
+                                    num_merges=TOKENIZER_MERGES))]
 
 
 def corpus_tokenizer(corpus: str, vocab_size: int):
@@ -320,9 +338,11 @@ def corpus_tokenizer(corpus: str, vocab_size: int):
     """
     check_choice("corpus", corpus, CORPORA)
     check_int("vocab_size", vocab_size, minimum=256, maximum=257 + TOKENIZER_MERGES)
-    if vocab_size == 256:
+    runs: list[TrainedBPE] = part_results(_tokenizer_parts, corpus, vocab_size)
+    if not runs:
         return ByteTokenizer()
-    return _bpe_run(corpus).tokenizer(vocab_size - 257)
+    [run] = runs
+    return run.tokenizer(vocab_size - 257)
 
 
 def corpus_ids(corpus: str, vocab_size: int) -> np.ndarray:
@@ -736,15 +756,7 @@ class TrainingRunResult:
         return model.eval()
 
 
-def _training_run_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
-    """The BPE run a training run's tokenizer is cut from (none for bytes)."""
-    if corpus not in CORPORA or vocab_size == 256:
-        return []
-    return [(run_train_corpus, dict(corpus=corpus, num_chars=TOKENIZER_CHARS[corpus],
-                                    num_merges=TOKENIZER_MERGES))]
-
-
-@cached(parts=_training_run_parts, cost=6.0)  # seconds on one core, per corpus
+@cached(parts=_tokenizer_parts, cost=6.0)  # seconds on one core, per corpus
 def run_training_run(
     corpus: str = "shakespeare",
     steps: int | None = None,
@@ -903,6 +915,7 @@ _RULES: dict[str, dict] = {
 
 
 def _sampling_parts(corpus: str, **_: object) -> list:
+    """The training run :func:`run_sampling` continues the prompt with."""
     return [(run_training_run, dict(corpus=corpus))]
 
 
@@ -923,7 +936,7 @@ def run_sampling(
     check_int("max_new_tokens", max_new_tokens)
     check_int("n_top", n_top, maximum=LECTURE_VOCAB)
     check_int("seed", seed, minimum=0)
-    run = run_training_run(corpus=corpus)
+    [run] = part_results(_sampling_parts, corpus)
     model = run.model()
     tokenizer = corpus_tokenizer(corpus, run.settings.vocab_size)
     ids = tokenizer.encode(prompt)
@@ -1218,7 +1231,7 @@ class ThroughputTiming:
 
 def _throughput_parts(settings: TinyLMSettings | None = None, **_: object) -> list:
     vocab_size = LECTURE_VOCAB if settings is None else settings.vocab_size
-    return _training_run_parts("shakespeare", vocab_size)
+    return _tokenizer_parts("shakespeare", vocab_size)
 
 
 @cached(parts=_throughput_parts, machine_dependent=True)

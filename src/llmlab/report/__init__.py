@@ -81,6 +81,9 @@ __all__ = [
 ]
 
 LANGUAGES = ("zh", "en")
+"""The course's languages, the site's first (``docs/zh`` at ``/``, ``docs/en`` at
+``/en/``): the one list the build (:mod:`llmlab.build`, ``hooks/llmlab_build.py``)
+reads."""
 DEFAULT_LANGUAGE = "en"
 
 

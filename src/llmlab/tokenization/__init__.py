@@ -3,7 +3,9 @@
 * :func:`train_bpe` learns ``(vocab, merges)`` from a text file;
   :func:`train_bpe_from_counts` from pre-token counts of a string.
 * :class:`Tokenizer` encodes and decodes with any such pair, or with GPT-2's
-  files (:meth:`Tokenizer.from_files`, :func:`gpt2_tokenizer`).
+  files (:meth:`Tokenizer.from_files`, :func:`gpt2_tokenizer`); it keeps itself
+  in one file (:meth:`Tokenizer.save`, :meth:`Tokenizer.load`).
+* :class:`ByteTokenizer` is the same interface over the 256 bytes (no merges).
 
 Taught on: "Tokenization".
 """
@@ -24,9 +26,15 @@ from llmlab.tokenization.pretokenize import (
     pretokenize,
     split_on_special_tokens,
 )
-from llmlab.tokenization.tokenizer import Tokenizer, bytes_to_unicode, gpt2_tokenizer
+from llmlab.tokenization.tokenizer import (
+    ByteTokenizer,
+    Tokenizer,
+    bytes_to_unicode,
+    gpt2_tokenizer,
+)
 
 __all__ = [
+    "ByteTokenizer",
     "GPT2_PATTERN",
     "Merge",
     "Tokenizer",

@@ -2,7 +2,10 @@
 
 The interface is CS336 assignment 1's: ``Tokenizer(vocab, merges,
 special_tokens)``, ``Tokenizer.from_files``, ``encode``, ``encode_iterable``,
-``decode``. Encoding splits on the special tokens (longest first), cuts the
+``decode``; :meth:`Tokenizer.save` and :meth:`Tokenizer.load` keep a trained
+tokenizer in one JSON file (what ``llmlab-train`` writes next to its
+checkpoint). :class:`ByteTokenizer` is the same interface with no merges: the
+256 bytes. Encoding splits on the special tokens (longest first), cuts the
 rest into GPT-2 pre-tokens, and applies the merges to each pre-token by rank:
 repeatedly join the adjacent pair that was merged earliest in training. Each
 pre-token's ids are cached, so frequent words cost one dictionary lookup.
@@ -34,7 +37,7 @@ from llmlab.tokenization.pretokenize import (
     special_token_pattern,
 )
 
-__all__ = ["Tokenizer", "bytes_to_unicode", "gpt2_tokenizer"]
+__all__ = ["ByteTokenizer", "Tokenizer", "bytes_to_unicode", "gpt2_tokenizer"]
 
 _PRETOKEN = regex.compile(GPT2_PATTERN)
 # a cut that no pre-token straddles: a whitespace character after a non-space
@@ -270,6 +273,52 @@ class Tokenizer:
             merges.append((a, b))
         return cls(vocab, merges, special_tokens, **kwargs)
 
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """Write the vocabulary, merges and special tokens to the JSON file ``path``.
+
+        Tokens are spelled in hex (``{"vocab": {id: hex}, "merges": [[hex, hex],
+        ...], "special_tokens": [...]}``), so any bytes round-trip; :meth:`load`
+        reads it back. The file is written whole to a temporary name, then
+        renamed: a reader never sees half of it.
+
+        Raises:
+            ValueError: ``path`` exists and ``overwrite`` is false.
+        """
+        check_path("path", path)
+        check_type("overwrite", overwrite, bool)
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise ValueError(f"path ({str(path)!r}) exists; pass overwrite=True to "
+                             "replace it")
+        blob = {
+            "vocab": {str(i): token.hex() for i, token in sorted(self.vocab.items())},
+            "merges": [[a.hex(), b.hex()] for a, b in self.merges],
+            "special_tokens": list(self.special_tokens),
+        }
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(blob, indent=1, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, cache_size: int = 2**16) -> Tokenizer:
+        """The tokenizer :meth:`save` wrote to ``path`` (``cache_size`` as in the class).
+
+        Raises:
+            ValueError: The file is missing, is not JSON, or is not such a file.
+        """
+        check_int("cache_size", cache_size, minimum=0)
+        text = _read(path, "path")
+        try:
+            blob = json.loads(text)
+            vocab = {int(i): bytes.fromhex(h) for i, h in blob["vocab"].items()}
+            merges = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in blob["merges"]]
+            special_tokens = blob["special_tokens"]
+            return cls(vocab, merges, special_tokens, cache_size=cache_size)
+        except (KeyError, ValueError, TypeError, AttributeError) as err:
+            raise ValueError(f"path ({str(path)!r}) is not a tokenizer file written "
+                             f"by Tokenizer.save ({err!r})") from None
+
     # -- encoding ---------------------------------------------------------
     def _bpe(self, word: str) -> list[int]:
         """The ids of one pre-token: its bytes, merged by rank.
@@ -431,6 +480,46 @@ class Tokenizer:
 
 
 _IDS = "an iterable of token ids (a list of ints or a tensor)"
+
+
+class ByteTokenizer:
+    """The byte-level tokenizer: token id ``i`` is the byte ``i`` of UTF-8 text.
+
+    The vocabulary is the 256 byte values, so any text encodes and nothing is
+    unknown. ``encode``/``decode`` follow the interface of the BPE ``Tokenizer``
+    (a BPE tokenizer with no merges is exactly this one).
+
+    Taught on: "Training and generating text".
+    """
+
+    vocab_size = 256
+
+    def encode(self, text: str) -> list[int]:
+        """UTF-8 bytes of ``text`` as ids."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return list(text.encode("utf-8"))
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterable[int]:
+        """Ids of each string in turn (e.g. the lines of an open file)."""
+        if isinstance(iterable, (str, bytes)):
+            raise TypeError("iterable must yield str pieces (e.g. an open text file), "
+                            f"got a {type(iterable).__name__}; use encode() for one")
+        for text in iterable:
+            yield from self.encode(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Bytes back to text; a cut multi-byte character becomes U+FFFD."""
+        if hasattr(ids, "tolist"):  # a tensor or an array
+            ids = ids.tolist()
+        else:
+            ids = list(check_iterable("ids", ids, _IDS))
+        for i in ids:  # ints: not floats, not bools
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"ids must hold ints, got {type(i).__name__} {i!r}")
+        if any(not 0 <= i < 256 for i in ids):
+            raise ValueError("ids must lie in [0, 256) (bytes) for ByteTokenizer")
+        return bytes(ids).decode("utf-8", errors="replace")
 
 
 def _surrogate_error(name: str, err: UnicodeEncodeError) -> ValueError:

@@ -4,7 +4,7 @@
 * :mod:`~llmlab.training.optim`: ``AdamW`` (from its update rule),
   ``gradient_clipping``.
 * :mod:`~llmlab.training.schedule`: ``get_lr_cosine_schedule``, ``cosine_schedule``.
-* :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``, ``ByteTokenizer``.
+* :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``.
 * :mod:`~llmlab.training.checkpoint`: ``save_checkpoint``, ``load_checkpoint``.
 * :mod:`~llmlab.training.loop`: ``train`` -> ``TrainResult``, ``estimate_loss``.
 
@@ -18,7 +18,7 @@ from llmlab.training.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from llmlab.training.data import ByteTokenizer, get_batch, split_tokens
+from llmlab.training.data import get_batch, split_tokens
 from llmlab.training.loop import TrainEvent, TrainResult, estimate_loss, train
 from llmlab.training.loss import cross_entropy, perplexity
 from llmlab.training.optim import AdamW, gradient_clipping
@@ -26,7 +26,6 @@ from llmlab.training.schedule import cosine_schedule, get_lr_cosine_schedule
 
 __all__ = [
     "AdamW",
-    "ByteTokenizer",
     "TrainEvent",
     "TrainResult",
     "checkpoint_extra",

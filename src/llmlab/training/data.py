@@ -13,15 +13,13 @@ Taught on: "Training and generating text".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_corpus, check_finite_float, check_int, check_iterable
+from llmlab.checks import check_corpus, check_finite_float, check_int
 
-__all__ = ["ByteTokenizer", "get_batch", "split_tokens"]
+__all__ = ["get_batch", "split_tokens"]
 
 Device = torch.device | str | None
 
@@ -102,44 +100,3 @@ def split_tokens(
             f"{validation_fraction}"
         )
     return tokens[:cut], tokens[cut:]
-
-
-class ByteTokenizer:
-    """The byte-level tokenizer: token id ``i`` is the byte ``i`` of UTF-8 text.
-
-    The vocabulary is the 256 byte values, so any text encodes and nothing is
-    unknown. ``encode``/``decode`` follow the interface of the BPE ``Tokenizer``
-    (a BPE tokenizer with no merges is exactly this one).
-
-    Taught on: "Training and generating text".
-    """
-
-    vocab_size = 256
-
-    def encode(self, text: str) -> list[int]:
-        """UTF-8 bytes of ``text`` as ids."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return list(text.encode("utf-8"))
-
-    def encode_iterable(self, iterable: Iterable[str]) -> Iterable[int]:
-        """Ids of each string in turn (e.g. the lines of an open file)."""
-        if isinstance(iterable, (str, bytes)):
-            raise TypeError("iterable must yield str pieces (e.g. an open text file), "
-                            f"got a {type(iterable).__name__}; use encode() for one")
-        for text in iterable:
-            yield from self.encode(text)
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Bytes back to text; a cut multi-byte character becomes U+FFFD."""
-        if hasattr(ids, "tolist"):  # a tensor or an array
-            ids = ids.tolist()
-        else:
-            ids = list(check_iterable(
-                "ids", ids, "an iterable of token ids (a list of ints or a tensor)"))
-        for i in ids:  # ints: not floats, not bools
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"ids must hold ints, got {type(i).__name__} {i!r}")
-        if any(not 0 <= i < 256 for i in ids):
-            raise ValueError("ids must lie in [0, 256) (bytes) for ByteTokenizer")
-        return bytes(ids).decode("utf-8", errors="replace")
