@@ -64,6 +64,7 @@ __all__ = [
     "disk_cache_enabled",
     "load_stored",
     "machine_fingerprint",
+    "parts_mismatch",
     "plan",
     "snippet_hash",
     "stored_seconds",
@@ -400,14 +401,44 @@ def load_stored(path: Path) -> tuple[Any, float] | None:
 
 
 def _timed(fn: Callable[..., Any], kwargs: dict[str, Any], key: str) -> tuple[Any, float]:
-    """Run the body of the cached call ``key``; its result and seconds."""
+    """Run the body of the cached call ``key`` (``fn`` decorated by :func:`cached`);
+    its result and seconds, once the body has called exactly its declared parts."""
+    first = len(RUN_LOG)
     token = _CALLER.set(key)
     try:
         start = time.perf_counter()
-        result = fn(**kwargs)
-        return result, time.perf_counter() - start
+        result = fn.uncached(**kwargs)
+        seconds = time.perf_counter() - start
     finally:
         _CALLER.reset(token)
+    unplanned, uncalled = parts_mismatch(fn, kwargs, RUN_LOG[first:], key)
+    if unplanned or uncalled:
+        call = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        raise ValueError(
+            f"{fn.__module__}.{fn.__qualname__}({call}): its body called "
+            f"{unplanned or 'no other'} cached experiment(s) its parts do not name, and "
+            f"did not call {uncalled or 'no'} declared part(s): a build computes the "
+            "parts first, side by side, so @cached(parts=...) must name the cached "
+            "calls the body makes (read them with part_results(parts, ...))")
+    return result, seconds
+
+
+def parts_mismatch(fn: Callable[..., Any], kwargs: dict[str, Any],
+                   records: list[RunRecord], key: str) -> tuple[list[str], list[str]]:
+    """``(called but not planned, declared but not called)`` for the body of the cached
+    call ``key`` = ``fn(**kwargs)``, whose run left ``records`` in :data:`RUN_LOG`.
+
+    A call the body makes counts as planned when it is anywhere in
+    :func:`plan` (a part's own parts are computed before it too); every part
+    ``fn`` declares must be called by the body itself.
+    """
+    called = {r.key: r.name for r in records if r.caller == key}
+    planned = {cache_key(f, **kw) for f, kw in plan(fn, **kwargs)[:-1]}
+    parts = getattr(fn, "parts", None)
+    declared = {cache_key(f, **kw): f"{f.__module__}.{f.__qualname__}"
+                for f, kw in (parts(**kwargs) if parts is not None else [])}
+    return (sorted(name for k, name in called.items() if k not in planned),
+            sorted(name for k, name in declared.items() if k not in called))
 
 
 def wait_for(process: Any) -> None:
@@ -482,7 +513,7 @@ def cached(
             bound = _bound_arguments(fn, args, kwargs)
             if folder is None:
                 _miss(name, bound, None)
-                _MEMORY[key], source = _timed(fn, bound, key), "computed"
+                _MEMORY[key], source = _timed(wrapper, bound, key), "computed"
             else:
                 path = folder / f"{key}.pkl"
                 stored = load_stored(path)
@@ -493,7 +524,7 @@ def cached(
                     with _key_lock(path):  # one process computes it, the others read it
                         stored = load_stored(path)
                         if stored is None:
-                            stored = _timed(fn, bound, key)
+                            stored = _timed(wrapper, bound, key)
                             _store(path, stored)
                             source = "computed"
                 _MEMORY[key] = stored
@@ -567,7 +598,6 @@ def compute(fn: Callable[..., Any], **kwargs: Any) -> float | None:
     with _key_lock(path, wait=False) as held:
         if not held or load_stored(path) is not None:
             return None
-        result, seconds = _timed(getattr(fn, "uncached", fn), _bound_arguments(fn, (), kwargs),
-                                 path.stem)
+        result, seconds = _timed(fn, _bound_arguments(fn, (), kwargs), path.stem)
         _store(path, (result, seconds))
     return seconds
