@@ -437,12 +437,12 @@ def test_a_figure_is_a_block_of_html_even_right_after_a_table() -> None:
     import markdown
     import nbformat
 
-    from llmlab.build import precompute
+    from llmlab.build import notebooks
     from llmlab.report import table
 
     fig = causal_mask(run_causal_mask(2))
     rows = table(["a", "b"], [(1, 2)]).render("en").rstrip("\n")
-    notebook = precompute._output_markdown(nbformat.v4.new_output(
+    notebook = notebooks.output_markdown(nbformat.v4.new_output(
         "display_data", data={"image/svg+xml": fig.make("en")}))
     for text in (f"{rows}\n{fig.render('en')}\n", notebook):
         md = markdown.Markdown(extensions=["tables"])

@@ -15,7 +15,8 @@ import pytest
 from IPython.core.formatters import DisplayFormatter
 from IPython.display import Markdown
 
-from llmlab.build import precompute
+from llmlab.build import manifest, notebooks, precompute, scheduler
+from llmlab.report import LANGUAGES
 from llmlab.experiments.attention import run_causal_mask
 from llmlab.report import label, table
 from llmlab.report.diagrams import causal_mask
@@ -31,7 +32,7 @@ def _docs(tmp_path: Path, pages: dict[str, str]) -> Path:
     """A docs folder with each page in both languages (the same blocks, as the site's)."""
     docs = tmp_path / "docs"
     for rel, text in pages.items():
-        for lang in precompute.LANGUAGES:
+        for lang in LANGUAGES:
             (docs / lang / rel).parent.mkdir(parents=True, exist_ok=True)
             (docs / lang / rel).write_text(text, encoding="utf-8")
     return docs
@@ -58,7 +59,7 @@ def test_the_pages_blocks_say_what_they_compute(tmp_path: Path) -> None:
         + '    ```python exec="on"\n    from llmlab.experiments.attention import '
           'run_summary_recall\n    run_summary_recall(seed=3)\n    ```\n',
         "index.md": "# 首页\n"})
-    calls = precompute.find_calls(docs)
+    calls = manifest.find_calls(docs)
     assert [(c.page, c.text) for c in calls] == [
         ("lectures/x.md", "multihead.run_why_multihead(heads=(1, 2), steps=5)"),
         ("lectures/x.md", "attention.run_dropout_demo(p=0.25, seq_len=4)"),
@@ -68,8 +69,8 @@ def test_the_pages_blocks_say_what_they_compute(tmp_path: Path) -> None:
     first = calls[0]
     assert (first.module, first.name) == ("llmlab.experiments.multihead", "run_why_multihead")
     assert first.kwargs == {"heads": (1, 2), "steps": 5}  # tuples stay tuples (cache keys)
-    assert precompute.find_calls(docs, page="index.md") == []
-    assert precompute.find_calls(docs, page="lectures/x.md") == calls
+    assert manifest.find_calls(docs, page="index.md") == []
+    assert manifest.find_calls(docs, page="lectures/x.md") == calls
 
 
 @pytest.mark.parametrize("call", ["run_summary_recall(lengths=LENGTHS)",
@@ -81,17 +82,17 @@ def test_a_call_precompute_cannot_read_is_refused_naming_it(tmp_path: Path, call
         "from llmlab.experiments.attention import run_summary_recall\n"
         "LENGTHS = [4]\nLENGTHS = [8]  # bound twice: not a constant\n" + call + "\n")})
     with pytest.raises(ValueError, match=r"lectures/x\.md:7: ") as error:
-        precompute.find_calls(docs)
+        manifest.find_calls(docs)
     assert call in str(error.value) and "literal" in str(error.value)
 
 
 def test_the_course_computes_what_its_pages_call() -> None:
-    calls = precompute.find_calls(ROOT / "docs", ROOT / "examples")
+    calls = manifest.find_calls(ROOT / "docs", ROOT / "examples")
     assert len(calls) > 40
     assert {c.page for c in calls if c.page.startswith("examples/")} == {
         "examples/copy_task_heads.py", "examples/train_tiny_lm.py"}
     for call in calls:
-        jobs = precompute._plan(call)
+        jobs = scheduler.plan_jobs(call)
         assert jobs[-1]["name"] == call.name
         assert all(len(j["key"]) == 64 for j in jobs)
 
@@ -113,7 +114,7 @@ def _executed_notebook() -> nbformat.NotebookNode:
 
 def test_a_notebook_is_split_per_language_with_the_same_code_and_its_outputs() -> None:
     nb = _executed_notebook()
-    zh, en = precompute.split_notebook(nb, "zh"), precompute.split_notebook(nb, "en")
+    zh, en = notebooks.split_notebook(nb, "zh"), notebooks.split_notebook(nb, "en")
     assert [c.source for c in zh.cells] == ["# 标题\n\n中文。", "display(t)"]
     assert [c.source for c in en.cells] == ["# Title\n\nEnglish.", "display(t)"]
     # a table is in the notebook's own language, the other language's left out
@@ -128,7 +129,7 @@ def test_a_notebook_is_split_per_language_with_the_same_code_and_its_outputs() -
     assert "llmlab" in nb.cells[-1].outputs[0].metadata
     # what display() records as text: the table's Markdown, not the object's address
     assert DisplayFormatter().format(_table())[0]["text/plain"] == _table().render()
-    page = {lang: precompute.notebook_markdown(nb, "demo", lang) for lang in ("zh", "en")}
+    page = {lang: notebooks.notebook_markdown(nb, "demo", lang) for lang in ("zh", "en")}
     assert page["zh"].startswith("# 标题") and "English" not in page["zh"]
     assert "| 头 | 偏移量 |" in page["zh"] and "| head | offset |" in page["en"]
     assert '<a href="demo.ipynb" download>' in page["zh"] and "下载：" in page["zh"]
@@ -140,7 +141,7 @@ def test_a_split_notebook_is_the_same_file_whichever_run_executed_it() -> None:
     first, second = _executed_notebook(), _executed_notebook()
     assert [c.id for c in first.cells] != [c.id for c in second.cells]
     for lang in ("zh", "en"):
-        own = [nbformat.writes(precompute.split_notebook(nb, lang)) for nb in (first, second)]
+        own = [nbformat.writes(notebooks.split_notebook(nb, lang)) for nb in (first, second)]
         assert own[0] == own[1]
         nbformat.validate(nbformat.reads(own[0], as_version=4))
 
@@ -152,7 +153,7 @@ def test_a_markdown_output_is_its_own_text_not_the_objects_name() -> None:
     assert data["text/plain"] == "<IPython.core.display.Markdown object>"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("m", outputs=[
         nbformat.v4.new_output("display_data", data=data)])])
-    (output,) = precompute.split_notebook(nb, "en").cells[0].outputs
+    (output,) = notebooks.split_notebook(nb, "en").cells[0].outputs
     assert output.data == {"text/markdown": shown.data, "text/plain": shown.data}
 
 
@@ -163,11 +164,11 @@ def test_a_figure_output_is_split_with_its_own_svg_and_alt_text() -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f", outputs=[
         nbformat.v4.new_output("display_data", data=data, metadata=meta)])])
     for lang in ("zh", "en"):
-        (output,) = precompute.split_notebook(nb, lang).cells[0].outputs
+        (output,) = notebooks.split_notebook(nb, lang).cells[0].outputs
         assert output.data == {"image/svg+xml": figure.make(lang),
                                "text/plain": figure.alt.text(lang)}
         assert output.metadata == {"alt": figure.alt.text(lang), "digest": figure.digest}
-        assert f'alt="{figure.alt.text(lang)}"' in precompute.notebook_markdown(nb, "f", lang)
+        assert f'alt="{figure.alt.text(lang)}"' in notebooks.notebook_markdown(nb, "f", lang)
 
 
 def _run(tree: Path, cache: Path, docs: Path, examples: Path) -> subprocess.CompletedProcess:
@@ -191,7 +192,7 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
     def job(name: str, page: str, machine: bool = False, parent: bool = False,
             cost: float = 0.0):
         return {"name": name, "key": name, "machine": machine, "parent": parent,
-                "cost": cost, "rank": precompute.render_rank(page)}
+                "cost": cost, "rank": scheduler.render_rank(page)}
 
     jobs = [job("tokenizer", "b.md", cost=0.5), job("timed", "b.md", machine=True),
             job("timed_with_parts", "a.md", machine=True, parent=True),
@@ -201,7 +202,7 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
             job("free_parent", "c.md", parent=True)]
     planned = [[jobs[0], jobs[2]], [jobs[1]], [jobs[3]], [jobs[4], jobs[5]], [jobs[6]],
                [jobs[7]], [jobs[8], jobs[9]]]
-    deps = precompute.dependencies(planned)
+    deps = scheduler.dependencies(planned)
     assert deps["timed_with_parts"] == {"tokenizer"} and deps["trained"] == {"run"}
     events, lock, running = [], threading.Lock(), set()
     release_slow = threading.Event()
@@ -219,7 +220,7 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
             events.append(("end", j["name"], frozenset(running)))
         return j["key"], 0.0
 
-    done = precompute.run_jobs(jobs, deps, 2, compute, ThreadPoolExecutor)
+    done = scheduler.run_jobs(jobs, deps, 2, compute, ThreadPoolExecutor)
     assert sorted(d["name"] for d in done) == sorted(j["name"] for j in jobs)
     starts = [(name, beside) for kind, name, beside in events if kind == "start"]
     order = [name for name, _ in starts]
@@ -242,9 +243,9 @@ def test_a_cheap_part_of_a_long_run_starts_before_other_long_jobs() -> None:
 
     jobs = [job("middling", 3.0), job("tokenizer", 0.5), job("training", 6.0, parent=True),
             job("free", 0.0)]
-    deps = precompute.dependencies([[jobs[0]], [jobs[1], jobs[2]], [jobs[3]]])
+    deps = scheduler.dependencies([[jobs[0]], [jobs[1], jobs[2]], [jobs[3]]])
     order: list[str] = []
-    precompute.run_jobs(jobs, deps, 1, lambda j: (order.append(j["name"]), (j["key"], 0.0))[1],
+    scheduler.run_jobs(jobs, deps, 1, lambda j: (order.append(j["name"]), (j["key"], 0.0))[1],
                         ThreadPoolExecutor)
     assert order == ["free", "tokenizer", "training", "middling"]
 
@@ -258,20 +259,20 @@ def test_a_notebook_runs_once_what_it_calls_is_stored(
     (examples / "uses.py").write_text(header + "# %%\nx = 1\n", encoding="utf-8")
     (examples / "alone.py").write_text(header + "# %%\ny = 2\n", encoding="utf-8")
     (examples / "script.py").write_text("print('not a notebook')\n", encoding="utf-8")
-    calls = [*precompute.experiment_calls(
+    calls = [*manifest.experiment_calls(
         "from llmlab.experiments.distributed import run_ddp_check\nrun_ddp_check()\n",
-        "examples/uses.py"), *precompute.experiment_calls(
+        "examples/uses.py"), *manifest.experiment_calls(
         "from llmlab.experiments.attention import run_dropout_demo\n"
         "run_dropout_demo(p=0.25)\n", "lectures/x.md")]
-    planned = [precompute._plan(call) for call in calls]
-    jobs, deps = precompute.notebook_jobs(calls, planned, examples)
+    planned = [scheduler.plan_jobs(call) for call in calls]
+    jobs, deps = scheduler.notebook_jobs(calls, planned, examples)
     assert [j["key"] for j in jobs] == ["notebook:alone.py", "notebook:uses.py"]
     assert deps["notebook:uses.py"] == {j["key"] for j in planned[0]}  # the launch too
     assert deps["notebook:alone.py"] == set()
     out = Path(jobs[0]["out"])
     out.parent.mkdir(parents=True)
     out.write_text("{}", encoding="utf-8")  # executed already: no job
-    assert [j["key"] for j in precompute.notebook_jobs(calls, planned, examples)[0]] == [
+    assert [j["key"] for j in scheduler.notebook_jobs(calls, planned, examples)[0]] == [
         "notebook:uses.py"]
 
 
@@ -311,7 +312,8 @@ def test_checkouts_sharing_a_cache_keep_their_own_reports(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two checkouts, one cache folder (worktrees, CI jobs): each run's report is
     kept by its inputs' stamp, so neither run's pages read the other's."""
-    from llmlab.build.precompute import find_calls, report_path, stamp
+    from llmlab.build.manifest import find_calls
+    from llmlab.build.precompute import report_path, stamp
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as in _run: the stamp names the threads
 

@@ -19,7 +19,7 @@ import torch
 from bs4 import BeautifulSoup
 
 from conftest import ROOT, _free_port, build_env, run_mkdocs_build, write_mini_site
-from llmlab.build.precompute import notebooks
+from llmlab.build.notebooks import notebooks
 
 pytestmark = pytest.mark.site
 

@@ -65,7 +65,7 @@ def collect_page_snippets() -> tuple[list[Snippet], int]:
 def collect_notebook_snippets() -> list[Snippet]:
     from pages import notebook_code_cells
 
-    from llmlab.build.precompute import notebooks
+    from llmlab.build.notebooks import notebooks
 
     return [Snippet("\n\n".join(notebook_code_cells(path)) + "\n", [f"examples/{path.name}"])
             for path in notebooks(EXAMPLES)]

@@ -1,0 +1,236 @@
+"""The worker processes that compute what the pages call.
+
+Each call is planned into jobs (its cached parts first, :func:`llmlab.build.cache.plan`);
+:func:`run_jobs` runs them costliest first, each part side by side, each parent as
+soon as its parts are stored, timings alone (:func:`compute_experiments`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+from llmlab.build import cache
+from llmlab.build.manifest import Call, import_experiment
+from llmlab.build.notebooks import notebook_key, notebooks, process_context, run_notebook
+
+__all__ = ["NOTEBOOK_COST", "compute_experiments", "dependencies", "notebook_jobs", "plan_jobs", "render_rank", "run_jobs"]
+
+
+NOTEBOOK_COST = 1.0  # rough seconds a notebook takes on one core (a scheduling hint)
+
+
+def plan_jobs(call: Call) -> list[dict[str, Any]]:
+    """The cached calls ``call`` makes, parts first, with what scheduling needs."""
+    jobs = []
+    for fn, kwargs in cache.plan(call.function(), **call.kwargs):
+        if not hasattr(fn, "uncached"):
+            raise ValueError(f"{call.text} (page {call.page}) is not a @cached experiment")
+        jobs.append({"module": fn.__module__, "name": fn.__name__, "kwargs": kwargs,
+                     "key": cache.cache_key(fn, **kwargs), "cost": fn.cost,
+                     "machine": fn.machine_dependent, "parent": fn.parts is not None})
+    return jobs
+
+
+def _compute(job: dict[str, Any]) -> tuple[str, float | None]:
+    if "notebook" in job:
+        return job["key"], run_notebook(job["notebook"], job["out"])
+    import torch
+
+    torch.set_num_threads(1)
+    return job["key"], cache.compute(import_experiment(job["module"], job["name"]), **job["kwargs"])
+
+
+
+
+def dependencies(planned: list[list[dict[str, Any]]]) -> dict[str, set[str]]:
+    """Per job key, the keys of the jobs it reads from the cache (its parts, theirs...).
+
+    Each plan lists a call's parts before the call (:func:`llmlab.build.cache.plan`); a
+    parent depends on what comes before it in a plan (at worst a sibling's part
+    too, which only makes it wait a little longer).
+    """
+    deps: dict[str, set[str]] = {}
+    for jobs in planned:
+        for i, job in enumerate(jobs):
+            mine = deps.setdefault(job["key"], set())
+            if job["parent"]:
+                mine.update(j["key"] for j in jobs[:i])
+    return deps
+
+
+def _longest_paths(jobs: dict[str, dict[str, Any]], deps: dict[str, set[str]]
+                   ) -> dict[str, float]:
+    """Per job, its cost plus the costliest chain of jobs that wait on it.
+
+    A cheap part that a long experiment reads (a tokenizer before a training
+    run) then starts early, and the long run does not end up alone at the end.
+    """
+    waiting: dict[str, set[str]] = {k: set() for k in jobs}
+    for key, parts in deps.items():
+        for part in parts:
+            waiting[part].add(key)
+    paths: dict[str, float] = {}
+
+    def path(key: str) -> float:
+        if key not in paths:
+            paths[key] = jobs[key]["cost"] + max((path(w) for w in waiting[key]), default=0.0)
+        return paths[key]
+
+    for key in jobs:
+        path(key)
+    return paths
+
+
+def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int,
+             compute: Callable[[dict[str, Any]], tuple[str, float | None]],
+             pool: Callable[[int], Any],
+             on_done: Callable[[dict[str, Any]], None] | None = None
+             ) -> list[dict[str, Any]]:
+    """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done;
+    ``on_done(job)`` (its ``seconds`` added) as each one ends.
+
+    Timings (``machine``) run alone, each with no other job beside it: first the
+    parts they read, the cost-free jobs and those of the pages up to the first
+    timing's, then every timing (page by page), then everything else as soon as
+    its own parts are stored (no stage waits for a whole other stage). Among the jobs
+    ready to start, cost-free ones go first, then by ``rank`` (the first page
+    that shows it, :func:`render_rank`), then the ones heading the longest chain
+    of estimated ``cost`` (:func:`_longest_paths`).
+    """
+    todo = {j["key"]: j for j in jobs}
+    deps = {k: deps.get(k, set()) & todo.keys() for k in todo}
+    paths = _longest_paths(todo, deps)
+    # cheap ones first, then page by page in the order MkDocs renders them (it
+    # waits at the first block whose result is missing), the longest chains
+    # first within a page (none left to run alone at the end)
+    priority = {k: (paths[k] > 0, todo[k].get("rank", 0), -paths[k]) for k in todo}
+    timings = sorted((j for j in jobs if j["machine"]), key=lambda j: j.get("rank", 0))
+    # before the timings, besides what they read: the cost-free jobs and those of
+    # the pages up to the first timing's, so that MkDocs renders those pages on
+    # the core that a timing leaves free
+    stack = [k for j in timings for k in deps[j["key"]]]
+    stack += [j["key"] for j in jobs if not j["machine"] and (
+        (j["cost"] == 0 and not deps[j["key"]])  # a parent of costly parts is not free
+        or (timings and j.get("rank", 0) <= timings[0].get("rank", 0)))]
+    first: set[str] = set()
+    while stack:  # those, and what they read
+        key = stack.pop()
+        if key not in first and not todo[key]["machine"]:
+            first.add(key)
+            stack.extend(deps[key])
+    done: list[dict[str, Any]] = []
+    finished: set[str] = set()
+
+    def record(job: dict[str, Any], seconds: float | None) -> None:
+        done.append({**job, "seconds": seconds})
+        finished.add(job["key"])
+        if on_done is not None:
+            on_done(done[-1])
+
+    def side_by_side(keys: set[str]) -> None:
+        pending = set(keys)
+        with pool(max(1, workers)) as executor:
+            running: dict[Any, dict[str, Any]] = {}
+            while pending or running:
+                ready = sorted((todo[k] for k in pending if deps[k] <= finished),
+                               key=lambda j: priority[j["key"]])
+                for job in ready[:max(1, workers) - len(running)]:
+                    pending.discard(job["key"])
+                    running[executor.submit(compute, job)] = job
+                if not running:
+                    raise RuntimeError(f"jobs wait on each other: {sorted(pending)}")
+                finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished_now:
+                    record(running.pop(future), future.result()[1])
+
+    side_by_side(first)
+    for job in timings:  # alone: nothing else runs beside a timing
+        with pool(1) as executor:
+            record(job, executor.submit(compute, job).result()[1])
+    side_by_side(set(todo) - first - {j["key"] for j in timings})
+    return done
+
+
+def render_rank(page: str) -> tuple[str, str]:
+    """Where ``page`` (a page that computes something) comes in the order MkDocs renders pages.
+
+    MkDocs reads the docs folder in sorted path order, one page after another;
+    a notebook ``examples/<name>.py`` is shown as ``notebooks/<name>.md``.
+    """
+    if page.endswith(".py"):
+        page = f"notebooks/{Path(page).stem}.md"
+    return (page.rsplit("/", 1)[0] if "/" in page else "", page)
+
+
+def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], examples: Path
+                  ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
+    """A job per notebook in ``examples`` not executed yet, and what each reads.
+
+    A notebook reads the experiments its own code calls (found under the page
+    ``examples/<name>.py``), so it runs once those are stored.
+    """
+    folder = cache.cache_dir() / "notebooks"
+    jobs, deps = [], {}
+    for path in notebooks(examples):
+        out = folder / f"{notebook_key(path)}.ipynb"
+        if out.exists():
+            continue
+        key = f"notebook:{path.name}"
+        jobs.append({"module": "notebook", "name": path.name, "notebook": str(path.resolve()),
+                     "out": str(out), "key": key, "cost": NOTEBOOK_COST, "machine": False,
+                     "parent": True, "rank": render_rank(f"examples/{path.name}")})
+        deps[key] = {j["key"] for call, call_jobs in zip(calls, planned)
+                     if call.page.endswith(".py") and Path(call.page).name == path.name
+                     for j in call_jobs}
+    return jobs, deps
+
+
+def compute_experiments(calls: list[Call], workers: int, examples: Path | None = None,
+                        on_start: Callable[[list[dict]], None] | None = None,
+                        on_done: Callable[[dict], None] | None = None
+                        ) -> tuple[list[dict], list[dict]]:
+    """Fill the cache with every call's result and execute every notebook in
+    ``examples`` not executed yet, each once the experiments it calls
+    are stored; (jobs run, each call's planned jobs). ``on_start(jobs)``
+    gets the jobs to run before the first starts, ``on_done(job)`` each as it ends."""
+    import torch
+
+    torch.set_num_threads(1)
+    planned = [plan_jobs(call) for call in calls]  # imports every experiment module here
+    # and what torch imports lazily, on first use, in every process that uses it
+    # (optimizers import torch._dynamo: about half a second each): once, here,
+    # before the workers and each timing's process are forked from this one
+    import torch._dynamo  # noqa: F401
+    import torch.utils.benchmark  # noqa: F401
+
+    folder = cache.cache_dir()
+    todo: dict[str, dict[str, Any]] = {}
+    for jobs in planned:
+        for job in jobs:
+            if job["key"] not in todo and cache.load_stored(folder / f"{job['key']}.pkl") is None:
+                todo[job["key"]] = job  # missing, or unreadable (then removed)
+    ranks: dict[str, tuple[str, str]] = {}  # each job: the first page that shows it
+    for call, jobs in zip(calls, planned):
+        for job in jobs:
+            ranks[job["key"]] = min(ranks.get(job["key"], render_rank(call.page)),
+                                    render_rank(call.page))
+    for key, job in todo.items():
+        job["rank"] = ranks[key]
+    deps = dependencies(planned)
+    if examples is not None:
+        jobs, parts = notebook_jobs(calls, planned, examples)
+        todo.update((job["key"], job) for job in jobs)
+        deps.update(parts)
+    if any("notebook" in job for job in todo.values()):
+        import IPython.core.interactiveshell  # noqa: F401 - imported here once, before forking
+        import matplotlib
+
+        matplotlib.use("Agg")
+        (folder / "notebooks").mkdir(parents=True, exist_ok=True)
+    if on_start is not None:
+        on_start(list(todo.values()))
+    done = run_jobs(list(todo.values()), deps, workers, _compute,
+                    lambda n: ProcessPoolExecutor(n, mp_context=process_context()), on_done)
+    return done, planned
