@@ -9,7 +9,8 @@
 #   file: one small wheel to install, not a second torch.
 # Zensical runs no hooks and has no static-i18n (it ignores the plugin): the blocks
 # run through markdown-exec alone, with what hooks/llmlab_build.py would have set in
-# the environment; the site goes to site-zensical/.
+# the environment; the site goes to site-zensical/. The hook's HTML transforms then
+# run over it (python -m llmlab.build.html).
 # Never `zensical build --clean`: it deletes the whole .cache/ folder, the
 # experiment cache .cache/llmlab with it.
 set -euo pipefail
@@ -51,6 +52,13 @@ start=$SECONDS
 status=0
 (cd "$cache/site" && "$root/$zvenv/bin/zensical" build -f "$config") || status=$?
 say "zensical build exited with $status after $((SECONDS - start)) s"
+
+# The hook's HTML transforms (MathML, Chinese line breaks, figure files, slim code
+# blocks), as a post-build pass over what Zensical wrote; informational, like the rest.
+if [ -d site-zensical ]; then
+  "$venv/bin/python" -m llmlab.build.html site-zensical ||
+    say "python -m llmlab.build.html failed (exit $?)"
+fi
 
 # A few lines on what came out, for the CI log.
 "$venv/bin/python" - <<'EOF' || true

@@ -215,3 +215,14 @@ def build_hook(monkeypatch: pytest.MonkeyPatch):
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     return hook
+
+
+def search_sections(html: str) -> list[tuple[str, str, str]]:
+    """What Material's search indexer reads of ``html``: each section's id, title, text."""
+    from material.plugins.search.plugin import Parser
+
+    parser = Parser()
+    parser.feed(html)
+    parser.close()
+    return [(section.id, "".join(section.title), "".join(section.text))
+            for section in parser.data]

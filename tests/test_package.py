@@ -57,9 +57,10 @@ def _print_calls(path: Path) -> list[int]:
     ]
 
 
-# The programs (`python -m llmlab.build.precompute`, the console commands) talk to a
-# terminal; the library itself returns data or strings, and pages print them.
-PROGRAMS = {"build/precompute.py", "cli.py"}
+# The programs (`python -m llmlab.build.precompute`, `python -m llmlab.build.html`, the
+# console commands) talk to a terminal; the library itself returns data or strings, and
+# pages print them.
+PROGRAMS = {"build/precompute.py", "build/html.py", "cli.py"}
 
 
 def test_library_code_never_prints() -> None:

@@ -18,7 +18,9 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from conftest import ROOT, _free_port, build_env, run_mkdocs_build, write_mini_site
+from conftest import (ROOT, _free_port, build_env, run_mkdocs_build, search_sections,
+                      write_mini_site)
+from llmlab.build.html import search_copy, transform_site
 from llmlab.build.notebooks import notebooks
 
 pytestmark = pytest.mark.site
@@ -291,31 +293,6 @@ def test_wrapped_chinese_prose_has_no_stray_spaces(built_site) -> None:
     assert "它的权重就集中在对角线下方" in notebook.read_text(encoding="utf-8")
 
 
-def test_chinese_line_joining_leaves_verbatim_text_alone(build_hook) -> None:
-    html = ("<p>集中在\n对角线。Mixed 中文\nEnglish</p>"
-            "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
-    assert build_hook.join_cjk_lines(html) == (
-        "<p>集中在对角线。Mixed 中文\nEnglish</p>"
-        "<pre><code># 注释\n# 第二行</code></pre><script>s = '中\n文'</script>")
-
-
-def test_code_blocks_lose_name_and_space_spans_and_count_their_lines(build_hook) -> None:
-    code = ('<pre><span></span><code><span class="kn">import</span><span class="w"> </span>'
-            '<span class="nn">torch</span>\n<span class="n">x</span><span class="o">=</span>'
-            '<span class="mi">1</span>\n</code></pre>')
-    html = (f'<p><span class="n">kept</span></p><div class="language-python highlight">{code}'
-            '</div><pre><span class="n">not a highlighted block</span></pre>'
-            '<div class="highlight"><span class="filename">f.py</span><pre><code>'
-            '<span class="n">y</span>\n</code></pre></div>')
-    assert build_hook.code_blocks(html) == (
-        '<p><span class="n">kept</span></p><div class="language-python highlight" '
-        'style="--llmlab-lines: 2"><pre><span></span><code><span class="kn">import</span> '
-        '<span class="nn">torch</span>\nx<span class="o">=</span><span class="mi">1</span>\n'
-        '</code></pre></div><pre><span class="n">not a highlighted block</span></pre>'
-        '<div class="highlight" style="--llmlab-lines: 1"><span class="filename">f.py</span>'
-        '<pre><code>y\n</code></pre></div>')
-
-
 def test_built_code_blocks_keep_their_text_without_name_spans(built_site) -> None:
     """Fewer elements for the browser; the same text to read and to copy; a line count."""
     blocks = 0
@@ -337,34 +314,6 @@ def test_built_code_blocks_keep_their_text_without_name_spans(built_site) -> Non
     assert len(text) > 100 and text in source, text[:200]  # the page's code, as written
 
 
-def _search_sections(html: str) -> list[tuple[str, str, str]]:
-    """What Material's search indexer reads of ``html``: each section's id, title, text."""
-    from material.plugins.search.plugin import Parser
-
-    parser = Parser()
-    parser.feed(html)
-    parser.close()
-    return [(section.id, "".join(section.title), "".join(section.text))
-            for section in parser.data]
-
-
-def test_search_copy_indexes_as_the_page_with_fewer_tags(build_hook) -> None:
-    html = ('<h2 id="a">A <code>x<span class="o">+</span>1</code></h2>'
-            '<p>U(<math><mi>a</mi><mo>,</mo><mtext>&#160;</mtext><mi>b</mi></math>) and '
-            '<math><mi>x</mi><mspace width="0.2em"></mspace><mtext> </mtext>'
-            '<mtext> </mtext><mi>y</mi></math></p>'
-            '<div class="highlight"><pre><span></span><code><span class="k">for</span> '
-            '<span class="p">(</span><span class="p">)</span>\n<span class="w"> </span>'
-            '<span class="c1"># c</span><span class="w">  </span>\n</code></pre></div>'
-            '<pre><code><span>  </span><span> </span>x<span> </span></code></pre> tail '
-            '<p>a</p> <table>\n<tr><td>x</td><td> <em>y</em>  </td></tr>\n</table> <p>z</p>')
-    copy = build_hook.search_copy(html)
-    assert _search_sections(copy) == _search_sections(html)
-    inside = copy.replace("<pre><span></span><code>", "<pre><code>")  # Pygments' own
-    assert "<span" not in inside and "<mi>" not in inside and "<td>" not in copy, copy
-    assert build_hook.search_copy("<p>no code</p>") == "<p>no code</p>"
-
-
 def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
     """Search reads the copy (on_page_content); the template gets the full content
     back (on_page_context, after search's), unless something changed the copy."""
@@ -373,7 +322,7 @@ def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
     from mkdocs.exceptions import PluginError
 
     full = '<p>a</p><pre><code><span class="k">for</span></code></pre>'
-    light = build_hook.search_copy(full)
+    light = search_copy(full)
     assert light != full
     page = SimpleNamespace(content=light, file=SimpleNamespace(
         abs_dest_path="/site/x/index.html", src_uri="zh/x.md"))
@@ -386,10 +335,9 @@ def test_the_full_content_goes_back_or_the_build_fails(build_hook) -> None:
         build_hook.on_page_context({}, page=page, config=None, nav=None)
 
 
-def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
-        built_site, build_hook) -> None:
+def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(built_site) -> None:
     """Search parses a copy of each page with only the tags it keeps inside code,
-    formulas, paragraphs and tables (hooks/llmlab_build.py); it must index what
+    formulas, paragraphs and tables (llmlab.build.html); it must index what
     the page says, and the page keep its highlighting, MathML and tables."""
     pages = 0
     for page in _html_files(built_site.site_dir):
@@ -399,7 +347,7 @@ def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
             continue
         article = html[start:end]
         pages += 1
-        assert _search_sections(build_hook.search_copy(article)) == _search_sections(article), page
+        assert search_sections(search_copy(article)) == search_sections(article), page
     assert pages > 20
     lecture = built_site.html("lectures/attention-from-scratch/index.html")
     assert '<code><span class="kn">import</span>' in lecture and "<mi>" in lecture
@@ -407,6 +355,21 @@ def test_search_indexes_what_each_page_says_and_pages_keep_their_markup(
     index = json.loads((built_site.site_dir / "search" / "search_index.json").read_text())
     docs = " ".join(d["text"] for d in index["docs"])
     assert "import torch" in docs and "<span" not in docs
+
+
+def test_the_post_build_pass_finds_the_hooks_pages_done(built_site, tmp_path) -> None:
+    """``python -m llmlab.build.html`` (for a builder without hooks) runs the hook's
+    transforms: over the hook's site, it finds every page done but 404.html, which
+    MkDocs renders without on_post_page (its search dialog has no name)."""
+    site = tmp_path / "site"
+    shutil.copytree(built_site.site_dir, site)
+    counts = transform_site(site)
+    changed = sorted(p.relative_to(site).as_posix() for p in site.rglob("*")
+                     if p.is_file() and p.read_bytes() != (built_site.site_dir / p.relative_to(
+                         site)).read_bytes())
+    assert counts["pages"] > 20 and counts["figures"] == 0
+    assert changed == ["404.html"], changed
+    assert 'role="dialog" aria-label=' in (site / "404.html").read_text("utf-8")
 
 
 def test_heading_anchors_keep_chinese(built_site) -> None:

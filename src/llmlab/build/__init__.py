@@ -8,6 +8,10 @@ The package imports the report layer, never the reverse. Its modules:
 * :mod:`~llmlab.build.scheduler`: the worker processes that compute them;
 * :mod:`~llmlab.build.notebooks`: the example notebooks, executed and split by language;
 * :mod:`~llmlab.build.precompute`: the program (``python -m llmlab.build.precompute``);
+* :mod:`~llmlab.build.blocks`: the pages' executed blocks, each run once (markdown-exec's
+  formatter, for the site's build hook);
+* :mod:`~llmlab.build.html`: the transforms of the finished HTML (the hook's, and
+  ``python -m llmlab.build.html`` over a built site);
 * :mod:`~llmlab.build.course`: the lecture list, from the navigation and the pages;
 * :mod:`~llmlab.build.provenance`: what built the site (commit, versions, machine).
 
