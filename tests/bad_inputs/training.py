@@ -1,4 +1,5 @@
-"""Bad inputs of "Training and generating text": llmlab.training, llmlab.generation,
+"""Bad inputs of "Training and generating text": llmlab.training (its quality
+measures included), llmlab.generation,
 llmlab.kv_cache, llmlab.experiments.training, llmlab.report.training.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
@@ -36,7 +37,26 @@ from llmlab.training import (
     train,
 )
 
+from llmlab.tokenization import ByteTokenizer
+from llmlab.training.quality import (
+    corpus_characters,
+    corpus_words,
+    held_out_loss,
+    known_character_share,
+    known_word_share,
+    sample_quality,
+    words,
+)
+
 from bad_inputs import T, V, Case, case, _ids, _llama_lm, _opt, _tokens, _x
+
+
+def _byte_lm():
+    """A tiny model over bytes, for the quality measures."""
+    from llmlab.models.llama import TransformerLM
+
+    return TransformerLM(vocab_size=256, context_length=4, d_model=8, num_layers=1,
+                         num_heads=2, d_ff=16)
 
 
 CASES: list[Case] = [
@@ -340,6 +360,54 @@ CASES: list[Case] = [
     case("kv cache steps prompt a float", "llmlab.experiments.training.run_kv_cache_steps",
          lambda: exp_training.run_kv_cache_steps(prompt_len=2.0), T, "prompt_len",
          r"prompt_len must be an int, got float"),
+    # --- llmlab.training.quality -----------------------------------------------------
+    case("held_out_loss without a model", "llmlab.training.quality.held_out_loss",
+         lambda: held_out_loss(None, ByteTokenizer(), "ab"), T, "model",
+         r"model must be a TransformerLM, got NoneType"),
+    case("held_out_loss tokenizer a name", "llmlab.training.quality.held_out_loss",
+         lambda: held_out_loss(_byte_lm(), "bytes", "ab"), T, "tokenizer",
+         r"tokenizer must be a Tokenizer or ByteTokenizer, got str"),
+    case("held_out_loss one token of text", "llmlab.training.quality.held_out_loss",
+         lambda: held_out_loss(_byte_lm(), ByteTokenizer(), "a"), V, "text",
+         r"text must encode to at least 2 tokens, got 1"),
+    case("held_out_loss tokenizer beyond the model", "llmlab.training.quality.held_out_loss",
+         lambda: held_out_loss(_llama_lm(), ByteTokenizer(), "ab"), V, "tokenizer",
+         r"tokenizer gives ids up to 98, but the model's vocab_size is 10"),
+    case("held_out_loss batch_size 0", "llmlab.training.quality.held_out_loss",
+         lambda: held_out_loss(_byte_lm(), ByteTokenizer(), "ab", batch_size=0), V,
+         "batch_size", r"batch_size must be an int >= 1, got 0"),
+    case("sample_quality unknown corpus", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "wiki"), V, "corpus",
+         r"corpus must be one of 'shakespeare', 'tang', got 'wiki'"),
+    case("sample_quality empty prompt", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", prompt=""), V,
+         "prompt", r"prompt must be a non-empty str"),
+    case("sample_quality no samples", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", num_samples=0), V,
+         "num_samples", r"num_samples must be an int >= 1, got 0"),
+    case("sample_quality temperature 0", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", temperature=0.0), V,
+         "temperature", r"temperature must be a finite number"),
+    case("sample_quality top_k above the vocabulary", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", top_k=257), V,
+         "top_k", r"top_k must be an int in \[1, 256\], got 257"),
+    case("sample_quality negative seed", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", seed=-1), V,
+         "seed", r"seed must be an int >= 0, got -1"),
+    case("sample_quality tokenizer beyond the model", "llmlab.training.quality.sample_quality",
+         lambda: sample_quality(_llama_lm(), ByteTokenizer(), "tang"), V, "tokenizer",
+         r"tokenizer gives ids up to 10, but the model's vocab_size is 10"),
+    case("words of bytes", "llmlab.training.quality.words", lambda: words(b"thou"), T,
+         "text", r"text must be a str, got bytes"),
+    case("corpus_words unknown", "llmlab.training.quality.corpus_words",
+         lambda: corpus_words("wiki"), V, "corpus", r"corpus must be one of .*got 'wiki'"),
+    case("corpus_characters unknown", "llmlab.training.quality.corpus_characters",
+         lambda: corpus_characters(None), V, "corpus", r"corpus must be one of .*got None"),
+    case("known_word_share corpus unknown", "llmlab.training.quality.known_word_share",
+         lambda: known_word_share("thou art", "english"), V, "corpus",
+         r"corpus must be one of .*got 'english'"),
+    case("known_character_share of a list", "llmlab.training.quality.known_character_share",
+         lambda: known_character_share(["白日"]), T, "text", r"text must be a str, got list"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.
@@ -357,6 +425,11 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
                                      batch_size=2)),
     ("TinyLMSettings defaults", lambda: exp_training.TinyLMSettings()),
     ("poem_shape_share", lambda: exp_training.poem_shape_share("a\nb", drop_last=False)),
+    ("held_out_loss of two bytes",
+     lambda: held_out_loss(_byte_lm(), ByteTokenizer(), "ab", batch_size=1).tokens == 1),
+    ("sample_quality of one token",
+     lambda: sample_quality(_byte_lm(), ByteTokenizer(), "tang", num_samples=1,
+                            max_new_tokens=1, top_k=256, seed=0)),
 ]
 
 # Public names without a bad-input case, and why.

@@ -9,6 +9,8 @@ Nothing is downloaded: ``pip install llmlab`` installs these files, and
 * ``vocab.json``, ``merges.txt``: GPT-2's tokenizer (OpenAI GPT-2, MIT), read by
   :meth:`llmlab.tokenization.Tokenizer.from_files`.
 
+The lectures' two corpora, :data:`CORPORA`, are read whole by :func:`corpus_text`.
+
 Taught on: "Tokenization".
 """
 
@@ -21,10 +23,12 @@ from pathlib import Path
 from llmlab.checks import check_str
 
 __all__ = [
+    "CORPORA",
     "GPT2_MERGES",
     "GPT2_VOCAB",
     "NAMES",
     "TANG_COLLECTIONS",
+    "corpus_text",
     "path",
     "shakespeare",
     "tang_poems",
@@ -44,6 +48,10 @@ NAMES: tuple[str, ...] = (
 
 TANG_COLLECTIONS: tuple[str, ...] = ("quan_tang_shi", "tang300")
 """The collections in ``tang_poems.json``: 全唐诗 (4,003 poems), 唐诗三百首 (366)."""
+
+CORPORA: tuple[str, ...] = ("shakespeare", "tang")
+"""The corpora the lectures train on, by key: tiny Shakespeare, the Tang poems
+(:func:`corpus_text`)."""
 
 GPT2_VOCAB: Path = _DIR / "vocab.json"
 """GPT-2's ``vocab.json`` (``encoder.json``): token string -> id, 50,257 entries."""
@@ -109,3 +117,27 @@ def tang_poems(collection: str = "quan_tang_shi") -> list[str]:
             f"collection ({collection!r}) must be one of {', '.join(TANG_COLLECTIONS)}"
         )
     return list(_tang(collection))
+
+
+def corpus_text(corpus: str) -> str:
+    """The whole text of a corpus of :data:`CORPORA`.
+
+    ``"shakespeare"`` is :func:`shakespeare`. ``"tang"`` is the 全唐诗 poems of
+    :func:`tang_poems` joined by ``"\\n"``, one couplet per line: a poem boundary
+    looks like a line break. An empty line between poems would be a second
+    ``"\\n"`` token, the likeliest single token after a line break (the next
+    character is one of thousands), and samples at a low temperature would fill
+    up with empty lines.
+
+    Raises:
+        TypeError: ``corpus`` is not a string.
+        ValueError: ``corpus`` is not one of :data:`CORPORA`.
+
+    Taught on: "Tokenization".
+    """
+    if corpus == "shakespeare":
+        return shakespeare()
+    if corpus == "tang":
+        return "\n".join(tang_poems())
+    check_str("corpus", corpus)
+    raise ValueError(f"corpus ({corpus!r}) must be one of {', '.join(CORPORA)}")

@@ -32,6 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from llmlab import data
+from llmlab.data import CORPORA, corpus_text
 from llmlab.build.cache import cached, part_results
 from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.tokenization import (
@@ -75,26 +76,7 @@ __all__ = [
 EOT = "<|endoftext|>"
 """GPT-2's end-of-text token, the document separator."""
 
-CORPORA = ("shakespeare", "tang")
-"""Corpus keys: tiny Shakespeare (English) and the 全唐诗 poems (Chinese)."""
-
 LANGUAGE = {"shakespeare": "en", "tang": "zh"}
-
-
-def corpus_text(corpus: str) -> str:
-    """The text of a corpus key: Shakespeare as shipped, or the Tang poems.
-
-    The poems (4,003, traditional characters) are joined with newlines, one
-    line per couplet, so a poem boundary looks like a line break.
-
-    Taught on: "Tokenization".
-    """
-    if corpus == "shakespeare":
-        return data.shakespeare()
-    if corpus == "tang":
-        return "\n".join(data.tang_poems())
-    check_str("corpus", corpus)
-    raise ValueError(f"corpus ({corpus!r}) must be one of {', '.join(CORPORA)}")
 
 
 def _heldout(corpus: str, num_chars: int) -> str:

@@ -49,7 +49,6 @@ from torch import Tensor, nn
 
 from llmlab.build.cache import cached, part_results
 from llmlab.checks import (
-    check_bool,
     check_choice,
     check_finite_float,
     check_int,
@@ -57,6 +56,7 @@ from llmlab.checks import (
     check_str,
     check_type,
 )
+from llmlab.data import CORPORA, corpus_text
 from llmlab.experiments.tokenization import TrainedBPE, run_train_corpus
 from llmlab.feed_forward import swiglu_hidden_dim
 from llmlab.functional import softmax
@@ -77,6 +77,13 @@ from llmlab.training import (
     save_checkpoint,
     split_tokens,
     train,
+)
+from llmlab.training.quality import (  # the poem-shape measure
+    _HAN,
+    poem_halves,
+    poem_line_halves,
+    poem_line_has_shape,
+    poem_shape_share,
 )
 
 __all__ = [
@@ -118,9 +125,6 @@ __all__ = [
     "time_generation",
     "time_training_throughput",
 ]
-
-CORPORA: tuple[str, ...] = ("shakespeare", "tang")
-"""The corpora of :func:`run_training_run`: tiny Shakespeare, the Tang poems."""
 
 PROMPTS: dict[str, str] = {"shakespeare": "ROMEO:\n"}
 """Prompts for the samples (the Tang prompt is a held-out poem's first line)."""
@@ -232,88 +236,8 @@ def _settings(**overrides: object) -> TinyLMSettings:
     return TinyLMSettings(**{k: v for k, v in overrides.items() if k in fields})
 
 
-# --- corpora and the poem-shape measure -------------------------------------------
-
-
-def corpus_text(corpus: str) -> str:
-    """The whole text of ``corpus`` (one of :data:`CORPORA`).
-
-    ``"tang"`` is the 全唐诗 poems joined by ``"\\n"``, one couplet per line, as in
-    the tokenization lecture (whose BPE is trained on this text's beginning): a
-    poem boundary looks like a line break. An empty line between poems would be a
-    second ``"\\n"`` token, the likeliest single token after a line break (the
-    next character is one of thousands), and samples at a low temperature would
-    fill up with empty lines.
-    """
-    from llmlab import data
-
-    if corpus == "shakespeare":
-        return data.shakespeare()
-    if corpus == "tang":
-        return "\n".join(data.tang_poems())
-    check_str("corpus", corpus)
-    raise ValueError(f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
-
-
-_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
-_POEM_LINE = re.compile(
-    rf"(?:{_HAN}{{5}}[，？！]{_HAN}{{5}}|{_HAN}{{7}}[，？！]{_HAN}{{7}})[。？！]"
-)
-_COUPLET = re.compile(rf"({_HAN}+)[，？！]({_HAN}+)[。？！]")
-
-
-def poem_line_has_shape(line: str) -> bool:
-    """Whether ``line`` is a regular couplet line of 五言 or 七言 verse.
-
-    That is: ``n`` Chinese characters, a comma (``，``, or ``？``/``！``), ``n`` more
-    characters and a full stop (``。``, or ``？``/``！``), with ``n = 5`` or ``n = 7``
-    for both halves and nothing else on the line. ``"秦川雄帝宅，函谷壯皇居。"``
-    has the shape; ``"伊我軒宮，奇樹青葱。"`` (4 + 4) does not.
-    """
-    check_str("line", line)
-    return _POEM_LINE.fullmatch(line) is not None
-
-
-def poem_line_halves(line: str) -> tuple[int, int] | None:
-    """The lengths of the two halves of a couplet line; ``None`` for another line.
-
-    A couplet line is Chinese characters, a comma (``，``, or ``？``/``！``), more
-    characters and a full stop (``。``, or ``？``/``！``), nothing else, halves of
-    any length: ``"伊我軒宮，奇樹青葱。"`` gives ``(4, 4)``. A line has the poem
-    shape (:func:`poem_line_has_shape`) when its halves are ``(5, 5)`` or ``(7, 7)``.
-    """
-    check_str("line", line)
-    m = _COUPLET.fullmatch(line)
-    return None if m is None else (len(m[1]), len(m[2]))
-
-
-def _lines(text: str, drop_last: bool) -> list[str]:
-    check_str("text", text)
-    check_bool("drop_last", drop_last)
-    pieces = text.split("\n")
-    if drop_last:
-        pieces = pieces[:-1]
-    return [p for p in pieces if p]
-
-
-def poem_halves(text: str, drop_last: bool = True) -> list[tuple[int, int]]:
-    """:func:`poem_line_halves` of every couplet line of ``text``.
-
-    Lines are counted as in :func:`poem_shape_share`.
-    """
-    halves = (poem_line_halves(line) for line in _lines(text, drop_last))
-    return [h for h in halves if h is not None]
-
-
-def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
-    """``(shaped, lines)``: how many non-empty lines of ``text`` have the shape.
-
-    Lines are the pieces between ``"\\n"``; empty ones (a model may write them) are not
-    counted, nor (with ``drop_last``) the last piece, which a length limit may
-    have cut short. See :func:`poem_line_has_shape`.
-    """
-    lines = _lines(text, drop_last)
-    return sum(poem_line_has_shape(p) for p in lines), len(lines)
+# --- the corpora's tokenizers (the corpora: llmlab.data; the poem-shape measure:
+# llmlab.training.quality) ---------------------------------------------------------
 
 
 def _tokenizer_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:

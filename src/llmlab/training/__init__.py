@@ -7,6 +7,8 @@
 * :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``.
 * :mod:`~llmlab.training.checkpoint`: ``save_checkpoint``, ``load_checkpoint``.
 * :mod:`~llmlab.training.loop`: ``train`` -> ``TrainResult``, ``estimate_loss``.
+* :mod:`~llmlab.training.quality`: ``held_out_loss`` (nats per character, bits per
+  byte), ``sample_quality`` (known words, regular verse, known characters).
 
 The interfaces are those of CS336 assignment 1.
 
@@ -22,10 +24,18 @@ from llmlab.training.data import get_batch, split_tokens
 from llmlab.training.loop import TrainEvent, TrainResult, estimate_loss, train
 from llmlab.training.loss import cross_entropy, perplexity
 from llmlab.training.optim import AdamW, gradient_clipping
+from llmlab.training.quality import (
+    HeldOutLoss,
+    SampleQuality,
+    held_out_loss,
+    sample_quality,
+)
 from llmlab.training.schedule import cosine_schedule, get_lr_cosine_schedule
 
 __all__ = [
     "AdamW",
+    "HeldOutLoss",
+    "SampleQuality",
     "TrainEvent",
     "TrainResult",
     "checkpoint_extra",
@@ -35,8 +45,10 @@ __all__ = [
     "get_batch",
     "get_lr_cosine_schedule",
     "gradient_clipping",
+    "held_out_loss",
     "load_checkpoint",
     "perplexity",
+    "sample_quality",
     "save_checkpoint",
     "split_tokens",
     "train",
