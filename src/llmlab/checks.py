@@ -59,6 +59,7 @@ __all__ = [
     "check_floats",
     "check_int",
     "check_iterable",
+    "check_language_model",
     "check_logits",
     "check_module",
     "check_parameters",
@@ -841,3 +842,17 @@ def _integer(value: Tensor | np.ndarray) -> bool:
         return value.dtype.kind in "iu"
     dtype = value.dtype
     return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
+def check_language_model(name: str, value: object) -> torch.nn.Module:
+    """``value`` is a language model the sampling and evaluation code can drive: an
+    ``nn.Module`` with ``vocab_size``, ``context_length`` and ``layers`` (a
+    :class:`llmlab.models.llama.TransformerLM`); returns it."""
+    check_type(name, value, torch.nn.Module, expected="a TransformerLM")
+    missing = [a for a in ("vocab_size", "context_length", "layers") if not hasattr(value, a)]
+    if missing:
+        raise TypeError(
+            f"{name} must be a language model with vocab_size, context_length and "
+            f"layers (a llmlab.models.llama.TransformerLM); {type(value).__name__} lacks "
+            f"{', '.join(missing)}")
+    return value

@@ -27,6 +27,7 @@ from llmlab.checks import (
     check_bool,
     check_finite_float,
     check_int,
+    check_language_model,
     check_logits,
     check_token_ids,
     check_type,
@@ -148,7 +149,7 @@ def generate(
 
     Taught on: "Training and generating text".
     """
-    _check_model(model)
+    check_language_model("model", model)
     check_bool("use_kv_cache", use_kv_cache)
     ids = _check_generate(prompt, model.vocab_size, max_new_tokens, greedy, temperature,
                           top_k, top_p, eos_token_id, generator)
@@ -201,16 +202,6 @@ def _until_eos(ids: list[int], eos_token_id: int | None) -> list[int]:
 
 
 # a local composite (a module with a language model's attributes), built from llmlab.checks
-def _check_model(model: nn.Module) -> None:
-    check_type("model", model, nn.Module, expected="a TransformerLM")
-    missing = [a for a in ("vocab_size", "context_length", "layers")
-               if not hasattr(model, a)]
-    if missing:
-        raise TypeError(
-            "model must be a language model with vocab_size, context_length and "
-            f"layers (a llmlab.models.llama.TransformerLM); {type(model).__name__} lacks "
-            f"{', '.join(missing)}"
-        )
 
 
 # a local composite (the sampling settings against logits), built from llmlab.checks

@@ -79,7 +79,7 @@ from llmlab.training import (
     train,
 )
 from llmlab.training.quality import (  # the poem-shape measure
-    _HAN,
+    HAN_CHARACTER,
     poem_halves,
     poem_line_halves,
     poem_line_has_shape,
@@ -762,7 +762,7 @@ def run_training_run(
     corpus_shape, halves, char_tokens = (0, 0), [], {}
     if corpus == "tang":
         corpus_shape, halves = poem_shape_share(val_text), poem_halves(val_text)
-        chars = collections.Counter(c for c in val_text if re.fullmatch(_HAN, c))
+        chars = collections.Counter(c for c in val_text if re.fullmatch(HAN_CHARACTER, c))
         for c, n in chars.items():
             k = len(tokenizer.encode(c))
             char_tokens[k] = char_tokens.get(k, 0) + n

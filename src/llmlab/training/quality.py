@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from llmlab.checks import (
+    check_language_model,
     check_bool,
     check_choice,
     check_finite_float,
@@ -37,11 +38,12 @@ from llmlab.checks import (
     check_type,
 )
 from llmlab.data import CORPORA, corpus_text
-from llmlab.generation import _check_model, generate
+from llmlab.generation import generate
 from llmlab.tokenization import ByteTokenizer, Tokenizer
 from llmlab.training.loss import cross_entropy
 
 __all__ = [
+    "HAN_CHARACTER",
     "HeldOutLoss",
     "SampleQuality",
     "corpus_characters",
@@ -134,11 +136,14 @@ def known_character_share(text: str, corpus: str = "tang") -> tuple[int, int]:
 
 # --- the poem-shape measure ----------------------------------------------------------
 
-_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
+HAN_CHARACTER = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
+"""A regular expression for one Han character (CJK ideographs, their extensions and
+compatibility forms): what the poem-shape and known-character measures count."""
+_H = HAN_CHARACTER
 _POEM_LINE = re.compile(
-    rf"(?:{_HAN}{{5}}[，？！]{_HAN}{{5}}|{_HAN}{{7}}[，？！]{_HAN}{{7}})[。？！]"
+    rf"(?:{_H}{{5}}[，？！]{_H}{{5}}|{_H}{{7}}[，？！]{_H}{{7}})[。？！]"
 )
-_COUPLET = re.compile(rf"({_HAN}+)[，？！]({_HAN}+)[。？！]")
+_COUPLET = re.compile(rf"({HAN_CHARACTER}+)[，？！]({HAN_CHARACTER}+)[。？！]")
 
 
 def poem_line_has_shape(line: str) -> bool:
@@ -295,7 +300,7 @@ def held_out_loss(
 
     Taught on: "Training and generating text".
     """
-    _check_model(model)
+    check_language_model("model", model)
     check_type("tokenizer", tokenizer, (Tokenizer, ByteTokenizer),
                expected="a Tokenizer or ByteTokenizer")
     check_str("text", text)
@@ -451,7 +456,7 @@ def sample_quality(
 
     Taught on: "Training and generating text".
     """
-    _check_model(model)
+    check_language_model("model", model)
     check_type("tokenizer", tokenizer, (Tokenizer, ByteTokenizer),
                expected="a Tokenizer or ByteTokenizer")
     check_choice("corpus", corpus, CORPORA)
