@@ -10,17 +10,11 @@ from torch import nn
 
 from llmlab.flops import count_flops, count_llama_flops, flops_per_token
 from llmlab.memory import checkpointed_layers
-from llmlab.models.llama import CS336_TINYSTORIES, LLAMA_TOY, LlamaConfig, TransformerLM
+from llmlab.models.llama import CS336_TINYSTORIES, LLAMA_TOY
 
 torch.set_num_threads(1)
 
-SMALL = LlamaConfig(vocab_size=256, context_length=32, d_model=64, num_layers=2,
-                    num_heads=4, d_ff=176)
-
-
-def _model(config: LlamaConfig = SMALL, seed: int = 0) -> TransformerLM:
-    torch.manual_seed(seed)
-    return TransformerLM.from_config(config)
+from small_llama import SMALL, small_model as _model  # noqa: E402
 
 
 def test_counted_flops_equal_six_n_plus_the_attention_term_exactly():

@@ -23,18 +23,12 @@ from llmlab.memory import (
     zero_bytes_per_device,
 )
 from llmlab.models import gpt2
-from llmlab.models.llama import LLAMA2_7B, LlamaConfig, TransformerLM
+from llmlab.models.llama import LLAMA2_7B, LlamaConfig
 from llmlab.training import AdamW, cross_entropy
 
 torch.set_num_threads(1)
 
-SMALL = LlamaConfig(vocab_size=256, context_length=32, d_model=64, num_layers=2,
-                    num_heads=4, d_ff=176)
-
-
-def _model(config: LlamaConfig = SMALL, seed: int = 0) -> TransformerLM:
-    torch.manual_seed(seed)
-    return TransformerLM.from_config(config)
+from small_llama import SMALL, small_model as _model  # noqa: E402
 
 
 def test_checkpointing_gives_the_same_gradients():
