@@ -116,6 +116,29 @@ def test_train_resume_after_an_interruption_equals_one_run(tmp_path, corpus, cap
     assert ma["losses"] == mb["losses"] and ma["iterations"] == mb["iterations"]
 
 
+def test_train_stop_at_keeps_the_schedule_and_resumes_into_one_run(tmp_path, corpus,
+                                                                    capsys):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    args = ["--data", str(corpus), "--steps", "10", *TINY]
+    assert cli.train_main([*args, "--out", str(straight)]) == 0
+    assert cli.train_main([*args, "--out", str(split), "--stop-at", "4"]) == 0
+    assert "(step 4, validation loss" in capsys.readouterr().out
+    part = json.loads((split / "metrics.json").read_text(encoding="utf-8"))
+    assert part["iterations"] == [1, 2, 3, 4] and part["val_iterations"] == [4]
+    whole = json.loads((straight / "metrics.json").read_text(encoding="utf-8"))
+    assert part["losses"] == whole["losses"][:4]  # the schedule of --steps 10
+    _fails(capsys, cli.train_main, [*args, "--out", str(split), "--resume",
+                                    "--stop-at", "3"], "--stop-at must lie in 5..10")
+    assert cli.train_main([*args, "--out", str(split), "--resume"]) == 0
+    capsys.readouterr()
+    resumed = json.loads((split / "metrics.json").read_text(encoding="utf-8"))
+    assert resumed["losses"] == whole["losses"]
+    # checked before the data is read
+    _fails(capsys, cli.train_main, ["--data", str(tmp_path / "missing.txt"), "--steps",
+                                    "10", "--stop-at", "11", "--out", str(tmp_path / "x")],
+           "--stop-at (11) must not exceed --steps (10)")
+
+
 def test_train_never_overwrites_without_force(tmp_path, corpus, capsys):
     out = tmp_path / "run"
     args = ["--data", str(corpus), "--steps", "5", "--out", str(out), *TINY]
@@ -271,7 +294,7 @@ def test_help_shows_every_default(main, capsys, monkeypatch):
     takes_value = [e for e in entries if e.startswith("--")
                    and e.split()[1:2] and (e.split()[1].isupper()
                                            or e.split()[1].startswith("{"))]
-    required = {"--data", "--steps", "--out", "--checkpoint", "--prompt"}
+    required = {"--data", "--steps", "--out", "--checkpoint", "--model", "--prompt"}
     checked = [e for e in takes_value if e.split()[0] not in required]
     assert len(checked) >= (15 if main is cli.train_main else 6), entries
     missing = [e.split()[0] for e in checked if "default" not in e]

@@ -406,11 +406,34 @@ def test_load_checkpoint_restores_global_rng_and_refuses_missing_generator(tmp_p
     torch.manual_seed(7)
     save_checkpoint(model, opt, 0, tmp_path / "c.pt")
     expected = torch.rand(3)
+    # resuming (an optimizer given) restores torch's global random state ...
+    torch.manual_seed(8)
+    load_checkpoint(tmp_path / "c.pt", model, AdamW(model.parameters()))
+    assert torch.equal(torch.rand(3), expected)
+    # ... loading weights alone leaves it as it is
+    torch.manual_seed(8)
+    untouched = torch.rand(3)
     torch.manual_seed(8)
     load_checkpoint(tmp_path / "c.pt", model, None)
-    assert torch.equal(torch.rand(3), expected)
+    assert torch.equal(torch.rand(3), untouched)
+    assert not torch.equal(untouched, expected)
     with pytest.raises(ValueError, match="generator was given"):
         load_checkpoint(tmp_path / "c.pt", model, opt, generator=torch.Generator())
+
+
+def test_a_weights_only_checkpoint_generates_but_cannot_resume(tmp_path):
+    torch.manual_seed(0)
+    model = _lm()
+    half = _lm().half()
+    half.load_state_dict(model.state_dict())
+    save_checkpoint(half, None, 12, tmp_path / "w.pt")
+    target = _lm()
+    assert load_checkpoint(tmp_path / "w.pt", target, None) == 12
+    for key, value in target.state_dict().items():
+        assert value.dtype == torch.float32  # the model keeps its own dtype
+        assert torch.equal(value, model.state_dict()[key].half().float())
+    with pytest.raises(ValueError, match="holds no optimizer state"):
+        load_checkpoint(tmp_path / "w.pt", target, AdamW(target.parameters()))
 
 
 def test_save_checkpoint_bad_inputs(tmp_path):

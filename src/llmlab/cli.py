@@ -33,6 +33,9 @@ CHECKPOINT, CONFIG, METRICS, TOKENIZER = (
 )
 EOS = "<|endoftext|>"
 DEVICES = ("cpu", "cuda", "mps")
+BASE_MODELS = ("shakespeare", "tang")
+"""llmlab.pretrained.NAMES, repeated so that --help does not import torch (a test
+keeps the two equal)."""
 
 # model settings: flag -> (LlamaConfig field, default for a new run)
 MODEL_FLAGS = {
@@ -149,6 +152,9 @@ def _train_parser() -> _Parser:
                    "on the schedule of its first run (past that, at the floor rate)")
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="checkpoint folder; a new run needs it missing or empty")
+    p.add_argument("--stop-at", type=_positive_int, metavar="N",
+                   help="stop after step N, on the schedule of --steps (a later "
+                   "--resume continues it); default: --steps")
     p.add_argument("--resume", action="store_true",
                    help="continue the run that llmlab-train saved in --out")
     p.add_argument("--force", action="store_true",
@@ -309,23 +315,6 @@ def _new_tokenizer(data: Path, vocab_size: int) -> tuple[Any, dict]:
     return Tokenizer(vocab, merges, [EOS]), {"kind": "bpe", "special_tokens": [EOS]}
 
 
-def _load_tokenizer(folder: Path, described: dict) -> Any:
-    """The tokenizer config.json describes: bytes, or ``tokenizer.json`` (BPE)."""
-    try:
-        from llmlab.tokenization import ByteTokenizer, Tokenizer
-    except ImportError:
-        raise CliError("this checkpoint needs llmlab.tokenization; this installation "
-                       "lacks it") from None
-    if described.get("kind") == "bytes":
-        return ByteTokenizer()
-    if described.get("kind") != "bpe":
-        raise CliError(f"{folder / CONFIG} names an unknown tokenizer {described!r}")
-    try:
-        return Tokenizer.load(folder / TOKENIZER)
-    except ValueError as err:
-        raise CliError(f"{folder / TOKENIZER}: {err}") from None
-
-
 def _encode(tokenizer: Any, text: str):
     import numpy as np
 
@@ -352,6 +341,9 @@ def _read_json(path: Path) -> Any:
 
 def _train(argv: Sequence[str] | None) -> int:
     args = _train_parser().parse_args(argv)
+    if args.stop_at is not None and args.stop_at > args.steps:
+        raise CliError(f"--stop-at ({args.stop_at}) must not exceed --steps "
+                       f"({args.steps})")
     text = _read_text(args.data)
     saved = _resumed_record(args)
     device = _available_device(args.device)
@@ -371,8 +363,10 @@ def _train(argv: Sequence[str] | None) -> int:
     )
 
     if saved is not None:
+        from llmlab.pretrained import load_tokenizer
+
         described = saved["tokenizer"]
-        tokenizer = _load_tokenizer(args.out, described)
+        tokenizer = load_tokenizer(args.out, described)
     else:
         tokenizer, described = _new_tokenizer(args.data, settings["vocab_size"])
     ids = _encode(tokenizer, text)
@@ -403,6 +397,10 @@ def _train(argv: Sequence[str] | None) -> int:
         if done >= args.steps:
             raise CliError(f"the checkpoint in {args.out} has done {done} steps; "
                            f"pass --steps above {done} to continue it")
+    stop = args.steps if args.stop_at is None else args.stop_at
+    if not done < stop <= args.steps:
+        raise CliError(f"--stop-at must lie in {done + 1}..{args.steps} (after the "
+                       f"{done} steps done, up to --steps), got {stop}")
     args.out.mkdir(parents=True, exist_ok=True)
     record = {
         "llmlab_version": _version(),
@@ -442,7 +440,7 @@ def _train(argv: Sequence[str] | None) -> int:
     _err(f"llmlab-train: {len(train_ids):,} training and {len(val_ids):,} "
          f"validation tokens ({described['kind']}), "
          f"{sum(p.numel() for p in model.parameters()):,} parameters, "
-         f"steps {done + 1}..{args.steps} on {device}")
+         f"steps {done + 1}..{stop} of {args.steps} on {device}")
 
     from tqdm import tqdm
 
@@ -463,7 +461,7 @@ def _train(argv: Sequence[str] | None) -> int:
         bar.update(1)
 
     try:
-        train(model, optimizer, train_ids, steps=args.steps - done,
+        train(model, optimizer, train_ids, steps=stop - done,
               batch_size=args.batch_size, context_length=context, val_data=val_ids,
               eval_every=args.eval_every, eval_batches=args.eval_batches,
               lr_schedule=schedule, max_grad_norm=args.max_grad_norm,
@@ -472,7 +470,7 @@ def _train(argv: Sequence[str] | None) -> int:
     finally:
         bar.close()
     path = args.out / CHECKPOINT
-    _out(f"checkpoint: {path} (step {args.steps}, validation loss "
+    _out(f"checkpoint: {path} (step {stop}, validation loss "
          f"{last_val[0]:.4f})")
     _out(f"try: llmlab-generate --checkpoint {args.out} --prompt "
          f"{_example_prompt(text)!r}")
@@ -486,7 +484,9 @@ def _load_error(path: Path, err: Exception) -> str:
         marker = " is not a checkpoint written by save_checkpoint"
         reason = "it" + first[first.index(marker):] if marker in first else first
         return f"{path} cannot be loaded: {reason}"
-    return f"{path} does not fit its {CONFIG} (another configuration?): {first}"
+    if first.startswith(("model does not fit", "optimizer does not fit")):
+        return f"{path} does not fit its {CONFIG} (another configuration?): {first}"
+    return first  # config.json or tokenizer.json, named in the message
 
 
 def _example_prompt(text: str) -> str:
@@ -505,10 +505,14 @@ def _version() -> str:
 
 def _generate_parser() -> _Parser:
     p = _Parser(prog="llmlab-generate",
-                description="Continue a prompt with a model trained by llmlab-train.",
+                description="Continue a prompt with a model trained by llmlab-train, "
+                "or with one of the course's base models.",
                 formatter_class=_HelpFormatter)
-    p.add_argument("--checkpoint", required=True, type=Path, metavar="DIR",
-                   help="folder written by llmlab-train (or its checkpoint.pt)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", type=Path, metavar="DIR",
+                        help="folder written by llmlab-train (or its checkpoint.pt)")
+    source.add_argument("--model", choices=BASE_MODELS,
+                        help="a base model shipped with llmlab, by name")
     p.add_argument("--prompt", required=True, metavar="TEXT", help="text to continue")
     p.add_argument("--max-new-tokens", type=_positive_int, default=200,
                    help="tokens to add at most (fewer if the end-of-text token comes)")
@@ -531,38 +535,35 @@ def _generate_parser() -> _Parser:
 
 def _generate(argv: Sequence[str] | None) -> int:
     args = _generate_parser().parse_args(argv)
-    folder: Path = args.checkpoint
-    if folder.is_file():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise CliError(f"--checkpoint {args.checkpoint} does not exist")
-    if not (folder / CHECKPOINT).is_file():
-        raise CliError(f"--checkpoint {folder} holds no {CHECKPOINT}")
     if not args.prompt:
         raise CliError("--prompt is empty; give some text to continue")
+    if args.model is not None:
+        from llmlab.pretrained import folder as base_model_folder
+
+        folder = base_model_folder(args.model)
+    else:
+        folder = args.checkpoint
+        if folder.is_file():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise CliError(f"--checkpoint {args.checkpoint} does not exist")
+        if not (folder / CHECKPOINT).is_file():
+            raise CliError(f"--checkpoint {folder} holds no {CHECKPOINT}")
     device = _available_device(args.device)
-    record = _read_json(folder / CONFIG)
 
     import torch
 
     from llmlab.generation import generate
-    from llmlab.models.llama import LlamaConfig, TransformerLM
-    from llmlab.training import load_checkpoint
+    from llmlab.pretrained import load_run
 
     try:
-        config = LlamaConfig(**record["model"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise CliError(f"{folder / CONFIG} does not describe a model ({err})") from None
-    tokenizer = _load_tokenizer(folder, record.get("tokenizer", {}))
-    model = TransformerLM.from_config(config, device=device)
-    try:
-        load_checkpoint(folder / CHECKPOINT, model, None, map_location=device)
-    except (RuntimeError, ValueError) as err:
+        model, tokenizer, record = load_run(folder, device)
+    except ValueError as err:
         raise CliError(_load_error(folder / CHECKPOINT, err)) from None
     ids = tokenizer.encode(args.prompt)
-    if tokenizer.vocab_size > config.vocab_size or max(ids) >= config.vocab_size:
+    if max(ids) >= model.vocab_size:
         raise CliError(f"the tokenizer in {folder} does not fit the model's "
-                       f"vocab_size ({config.vocab_size})")
+                       f"vocab_size ({model.vocab_size})")
     try:
         new = generate(model, ids, args.max_new_tokens, greedy=args.greedy,
                        temperature=args.temperature, top_k=args.top_k,

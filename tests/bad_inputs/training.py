@@ -37,6 +37,7 @@ from llmlab.training import (
     train,
 )
 
+from llmlab import pretrained
 from llmlab.tokenization import ByteTokenizer
 from llmlab.training.quality import (
     corpus_characters,
@@ -137,9 +138,9 @@ CASES: list[Case] = [
     case("split_tokens of a list", "llmlab.training.split_tokens",
          lambda: split_tokens(list(range(10))), T, "tokens",
          r"tokens must be a numpy array, numpy\.memmap or torch\.Tensor"),
-    case("save_checkpoint without an optimizer", "llmlab.training.save_checkpoint",
-         lambda: save_checkpoint(Linear(2, 2), None, 0, io.BytesIO()), T, "optimizer",
-         r"optimizer must be a torch\.optim\.Optimizer, got NoneType"),
+    case("save_checkpoint with a model for an optimizer", "llmlab.training.save_checkpoint",
+         lambda: save_checkpoint(Linear(2, 2), Linear(2, 2), 0, io.BytesIO()), T,
+         "optimizer", r"optimizer must be a torch\.optim\.Optimizer or None, got Linear"),
     case("save_checkpoint to a number", "llmlab.training.save_checkpoint",
          lambda: save_checkpoint(Linear(2, 2), _opt(Linear(2, 2)), 0, 3), T, "out",
          r"out must be a path or a binary file object with \.write\(\), got int"),
@@ -408,6 +409,22 @@ CASES: list[Case] = [
          r"corpus must be one of .*got 'english'"),
     case("known_character_share of a list", "llmlab.training.quality.known_character_share",
          lambda: known_character_share(["白日"]), T, "text", r"text must be a str, got list"),
+    case("pretrained.load unknown", "llmlab.pretrained.load",
+         lambda: pretrained.load("gpt2"), V, "name", r"name must be one of .*got 'gpt2'"),
+    case("pretrained.load device a float", "llmlab.pretrained.load",
+         lambda: pretrained.load("tang", device=0.5), T, "device",
+         r"device must be a device such as 'cpu', got float"),
+    case("pretrained.card of a number", "llmlab.pretrained.card",
+         lambda: pretrained.card(1), V, "name", r"name must be one of .*got 1"),
+    case("pretrained.folder unknown", "llmlab.pretrained.folder",
+         lambda: pretrained.folder("Tang"), V, "name", r"name must be one of .*got 'Tang'"),
+    case("read_config of a file", "llmlab.pretrained.read_config",
+         lambda: pretrained.read_config(__file__), V, "run", r"run \(.*\) is not a folder"),
+    case("load_run of bytes", "llmlab.pretrained.load_run",
+         lambda: pretrained.load_run(b"run"), T, "run", r"run must be a folder path, got bytes"),
+    case("load_tokenizer of a list", "llmlab.pretrained.load_tokenizer",
+         lambda: pretrained.load_tokenizer(tempfile.gettempdir(), ["bpe"]), T,
+         "described", r"described must be the 'tokenizer' entry of config.json, got list"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

@@ -32,7 +32,7 @@ PathOrFile = str | os.PathLike | IO[bytes]
 
 def save_checkpoint(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | None,
     iteration: int,
     out: PathOrFile,
     generator: torch.Generator | None = None,
@@ -46,7 +46,9 @@ def save_checkpoint(
 
     Args:
         model: Its ``state_dict()`` is saved.
-        optimizer: Its ``state_dict()`` (AdamW's ``step``, ``m``, ``v``) is saved.
+        optimizer: Its ``state_dict()`` (AdamW's ``step``, ``m``, ``v``) is saved;
+            ``None`` saves the weights alone: a checkpoint to generate from, which
+            cannot resume training (the course's shipped base models are such).
         iteration: Steps done so far, ``>= 0``.
         out: A path (in a folder that exists) or a binary file-like object.
         generator: The batch generator, whose state is saved if given.
@@ -61,8 +63,9 @@ def save_checkpoint(
     Taught on: "Training and generating text".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    check_type("optimizer", optimizer, torch.optim.Optimizer,
-               expected="a torch.optim.Optimizer")
+    if optimizer is not None:
+        check_type("optimizer", optimizer, torch.optim.Optimizer,
+                   expected="a torch.optim.Optimizer or None")
     check_int("iteration", iteration, minimum=0)
     check_file("out", out, "write")
     if generator is not None:
@@ -86,7 +89,7 @@ def save_checkpoint(
         rng["generator"] = generator.get_state()
     checkpoint = {
         "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
+        "optimizer": {} if optimizer is None else optimizer.state_dict(),
         "iteration": iteration,
         "rng": rng,
         "extra": extra or {},
@@ -116,6 +119,11 @@ def load_checkpoint(
     map_location: torch.device | str | None = None,
 ) -> int:
     """Restore ``model``, ``optimizer`` and RNG states; return the saved iteration.
+
+    With ``optimizer=None`` only the weights are loaded (and ``generator``'s state,
+    if given): torch's global random state is restored only to resume a run.
+    Weights are cast to the model's dtype (a float16 checkpoint loads into a
+    float32 model).
 
     Everything is checked before anything changes: that ``src`` is a checkpoint,
     that its weights have the model's names and shapes (strict), that its
@@ -152,6 +160,10 @@ def load_checkpoint(
     checkpoint = _read(src, map_location)
     _match_model_state(checkpoint["model"], model)
     if optimizer is not None:
+        if not checkpoint["optimizer"]:
+            raise ValueError("optimizer was given, but src holds no optimizer state: "
+                             "it was saved with optimizer=None (weights only), to "
+                             "generate from, and cannot resume training")
         _match_optimizer_state(checkpoint["optimizer"], optimizer)
     rng = checkpoint["rng"]
     if generator is not None:
@@ -166,9 +178,9 @@ def load_checkpoint(
     model.load_state_dict(checkpoint["model"])
     if optimizer is not None:
         optimizer.load_state_dict(checkpoint["optimizer"])
-    torch.set_rng_state(rng["torch"].cpu())
-    if "cuda" in rng and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
+        torch.set_rng_state(rng["torch"].cpu())
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
     if generator is not None:
         generator.set_state(rng["generator"].cpu())
     return checkpoint["iteration"]
