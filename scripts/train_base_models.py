@@ -5,7 +5,7 @@
     python scripts/train_base_models.py --device cuda    # on a GPU
 
 Each base model is one ``llmlab-train`` command, :data:`ARGUMENTS` below, on the
-text of its corpus (``llmlab.data.corpus_text``, written to a UTF-8 file first).
+text it learns (``llmlab.pretrained.training_text``, written to a UTF-8 file first).
 The run's folder is then exported to ``src/llmlab/pretrained/<name>/``: the
 weights alone in float16 (``checkpoint.pt``, loadable by ``llmlab-generate``),
 ``llmlab-train``'s ``config.json`` with a ``provenance`` entry added (the command as
@@ -45,7 +45,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "tang": [
         "--vocab-size", "2048", "--context-length", "128", "--d-model", "128",
         "--num-layers", "4", "--num-heads", "4", "--batch-size", "16",
-        "--steps", "500", "--lr", "3e-3", "--weight-decay", "0.1",
+        "--steps", "800", "--lr", "3e-3", "--weight-decay", "0.1",
         "--eval-every", "100", "--eval-batches", "8", "--seed", "0",
     ],
 }
@@ -87,17 +87,24 @@ def train_base_model(name: str, device: str, work: Path) -> Path:
     """Train ``name`` in ``work`` and export it there; returns the exported folder."""
     import torch
 
-    from llmlab.data import corpus_text
-    from llmlab.pretrained import CHECKPOINT, CONFIG, METRICS, TOKENIZER, load_run
+    from llmlab.pretrained import (
+        CHECKPOINT,
+        CONFIG,
+        METRICS,
+        TOKENIZER,
+        load_run,
+        training_text,
+    )
     from llmlab.training import save_checkpoint
 
-    text = corpus_text(name)
+    text = training_text(name)
     data = work / f"{name}.txt"
     data.write_text(text, encoding="utf-8")
     run = work / "run"
     command = ["llmlab-train", "--data", data.name, *ARGUMENTS[name],
                "--device", device, "--out", run.name]
     print(f"{name}: {' '.join(command)}", flush=True)
+    commit = _commit()  # the code that trains, before anyone edits it
     start = time.perf_counter()
     # the installed command, as a reader would run it, in the folder it names
     subprocess.run([sys.executable, "-m", "llmlab.cli", "train", *command[1:]],
@@ -108,9 +115,9 @@ def train_base_model(name: str, device: str, work: Path) -> Path:
     record["provenance"] = {
         "command": command,
         "corpus": name,
-        "data": f"llmlab.data.corpus_text({name!r}) as UTF-8, sha256 "
-                + hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "commit": _commit(),
+        "data": f"llmlab.pretrained.training_text({name!r}) as UTF-8",
+        "data_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "commit": commit,
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": _device_name(device),

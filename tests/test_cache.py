@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import textwrap
@@ -203,6 +204,22 @@ def test_key_follows_the_code_the_experiment_imports(
     changed = cache.code_hash("llmlab.experiments.demo")
     (pkg / "unrelated.py").write_text("Y = 3\n", encoding="utf-8")
     assert cache.code_hash("llmlab.experiments.demo") != changed
+
+
+def test_key_follows_the_data_a_package_ships(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    pkg = _fake_package(tmp_path)
+    (pkg / "weights").mkdir()
+    (pkg / "weights" / "w.pt").write_bytes(b"v1")  # data of llmlab/__init__.py
+    (pkg / "experiments" / "table.json").write_text("[]", encoding="utf-8")
+    monkeypatch.setattr(cache, "_PACKAGE_DIR", pkg)
+    deps = {p.relative_to(pkg).as_posix() for p in cache.dependency_files("llmlab.experiments.demo")}
+    assert {"weights/w.pt", "experiments/table.json"} <= deps
+    before, whole = cache.code_hash("llmlab.experiments.demo"), cache.source_hash()
+    (pkg / "weights" / "w.pt").write_bytes(b"v2")  # a model retrained: same size
+    os.utime(pkg / "weights" / "w.pt", ns=(1, 1))
+    assert cache.code_hash("llmlab.experiments.demo") != before
+    assert cache.source_hash() != whole
 
 
 def test_edited_experiment_is_recomputed_not_served(tmp_path: Path, monkeypatch) -> None:

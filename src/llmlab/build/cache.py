@@ -61,6 +61,7 @@ __all__ = [
     "compute",
     "part_results",
     "dependency_files",
+    "package_data",
     "disk_cache_enabled",
     "load_stored",
     "machine_fingerprint",
@@ -213,7 +214,41 @@ def _dependency_files(module: str) -> list[Path]:
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         todo.extend(_imported_modules(path, name))
-    return sorted(set(seen.values()) - _CACHE_FILES)
+    files = set(seen.values()) - _CACHE_FILES
+    for path in list(files):
+        if path.name == "__init__.py":
+            files.update(package_data(path.parent))
+    return sorted(files)
+
+
+def package_data(package: Path) -> list[Path]:
+    """The data files a package ships: its files other than Python sources, and
+    those of its folders that are not packages (``llmlab/pretrained/tang/``, say).
+
+    They count with the package's ``__init__.py``: a retrained base model changes
+    the key of every result computed from it.
+    """
+    found: list[Path] = []
+    for root, dirs, names in os.walk(package):
+        here = Path(root)
+        dirs[:] = [d for d in dirs if d != "__pycache__"
+                   and not (here / d / "__init__.py").exists()]
+        found.extend(here / n for n in names if not n.endswith((".py", ".pyc"))
+                     and not n.startswith("."))
+    return sorted(found)
+
+
+_FILE_DIGESTS: dict[Path, tuple[int, int, bytes]] = {}  # path -> (size, mtime, sha256)
+
+
+def _file_digest(path: Path) -> bytes:
+    """SHA-256 of a file's bytes, kept while its size and modification time hold."""
+    st = path.stat()
+    kept = _FILE_DIGESTS.get(path)
+    if kept is None or kept[:2] != (st.st_size, st.st_mtime_ns):
+        kept = _FILE_DIGESTS[path] = (st.st_size, st.st_mtime_ns,
+                                      hashlib.sha256(path.read_bytes()).digest())
+    return kept[2]
 
 
 def _digest_files(files: list[Path]) -> str:
@@ -223,13 +258,22 @@ def _digest_files(files: list[Path]) -> str:
             name = path.relative_to(_PACKAGE_DIR).as_posix()
         except ValueError:
             name = path.name
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + _file_digest(path) + b"\0")
     return digest.hexdigest()
 
 
+def _package_files() -> list[Path]:
+    """Every ``.py`` file of ``llmlab`` and the data it ships (:func:`package_data`)."""
+    files = set(_PACKAGE_DIR.rglob("*.py"))
+    for init in _PACKAGE_DIR.rglob("__init__.py"):
+        files.update(package_data(init.parent))
+    return sorted(files)
+
+
 def source_hash() -> str:
-    """SHA-256 over the path and bytes of every ``.py`` file of ``llmlab``."""
-    return _digest_files(sorted(_PACKAGE_DIR.rglob("*.py")))
+    """SHA-256 over the path and bytes of every ``.py`` file of ``llmlab`` and of
+    the data it ships (:func:`package_data`)."""
+    return _digest_files(_package_files())
 
 
 def code_hash(module: str) -> str:
@@ -243,7 +287,7 @@ def code_hash(module: str) -> str:
         return _digest_files(files)
     import sys
 
-    files = sorted(_PACKAGE_DIR.rglob("*.py"))
+    files = _package_files()
     own = getattr(sys.modules.get(module), "__file__", None)
     if own and Path(own).is_file():
         files.append(Path(own))

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from llmlab.checks import check_choice, check_type
+from llmlab.data import corpus_text, tang_poems
 from llmlab.models.llama import LlamaConfig, TransformerLM
 from llmlab.tokenization import ByteTokenizer, Tokenizer
 from llmlab.training.checkpoint import load_checkpoint
@@ -47,6 +48,7 @@ __all__ = [
     "load_run",
     "load_tokenizer",
     "read_config",
+    "training_text",
 ]
 
 NAMES: tuple[str, ...] = ("shakespeare", "tang")
@@ -78,6 +80,28 @@ def _run_folder(run: object) -> Path:
         raise ValueError(f"run ({str(run)!r}) is not a folder; expected the folder "
                          "llmlab-train wrote")
     return path
+
+
+def training_text(name: str) -> str:
+    """The text the base model ``name`` was trained on (its ``--data`` file).
+
+    ``"shakespeare"``: tiny Shakespeare, whole (:func:`llmlab.data.corpus_text`).
+    ``"tang"``: the 全唐诗 poems of :func:`llmlab.data.tang_poems` whose every line
+    is regular five- or seven-character verse
+    (:func:`llmlab.training.quality.poem_line_has_shape`), one couplet per line,
+    in their order: a quality filter of the kind real pretraining data goes
+    through. The others (temple hymns of four-character lines, mixed forms) are
+    left out, so that the model learns the two regular forms.
+
+    Taught on: "Training and generating text".
+    """
+    check_choice("name", name, NAMES)
+    if name == "tang":
+        from llmlab.training.quality import poem_line_has_shape
+
+        return "\n".join(p for p in tang_poems()
+                         if all(poem_line_has_shape(line) for line in p.split("\n")))
+    return corpus_text(name)
 
 
 def read_config(run: str | Path) -> dict[str, Any]:
