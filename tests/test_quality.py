@@ -89,6 +89,9 @@ def test_every_token_but_the_first_is_scored_once_in_windows_of_the_context() ->
     # windows of 9 ids meet on one id: 8 + 8 + 8 + 5 predictions
     assert sorted(model.seen, reverse=True) == [8, 8, 8, 5]
     assert sum(model.seen) == loss.tokens == 29
+    # one mean per window; a uniform model's are all ln 256, so no spread
+    assert loss.window_losses == pytest.approx([math.log(256)] * 4, rel=1e-6)
+    assert loss.standard_error == pytest.approx(0.0, abs=1e-6)
 
 
 def test_a_bpe_first_token_cut_inside_a_character_is_counted_honestly() -> None:
@@ -119,6 +122,13 @@ def test_held_out_loss_of_a_real_model_does_not_depend_on_the_batching() -> None
     one = held_out_loss(model, ByteTokenizer(), text, batch_size=1)
     many = held_out_loss(model, ByteTokenizer(), text, batch_size=64)
     assert one.nats == pytest.approx(many.nats, rel=1e-5)
+    assert one.window_losses == pytest.approx(many.window_losses, rel=1e-5)
+    # the windows' means, weighted by their predictions, are the whole mean
+    sizes = [16] * (loss_windows := len(one.window_losses))
+    sizes[-1] = one.tokens - 16 * (loss_windows - 1)
+    weighted = sum(w * n for w, n in zip(one.window_losses, sizes))
+    assert weighted == pytest.approx(one.nats, rel=1e-6)
+    assert 0 < one.standard_error < 1
     assert model.training  # left as it was found
     # an untrained model is near uniform, so about 8 bits per byte
     assert 7.0 < one.bits_per_byte < 9.0

@@ -38,6 +38,7 @@ from llmlab.training import (
 )
 
 from llmlab import pretrained
+from llmlab.experiments.base_models import run_base_model
 from llmlab.tokenization import ByteTokenizer
 from llmlab.training.quality import (
     corpus_characters,
@@ -416,6 +417,14 @@ CASES: list[Case] = [
          r"device must be a device such as 'cpu', got float"),
     case("pretrained.card of a number", "llmlab.pretrained.card",
          lambda: pretrained.card(1), V, "name", r"name must be one of .*got 1"),
+    case("run_base_model unknown", "llmlab.experiments.base_models.run_base_model",
+         lambda: run_base_model("gpt2"), V, "name", r"name must be one of .*got 'gpt2'"),
+    case("run_base_model temperature 0", "llmlab.experiments.base_models.run_base_model",
+         lambda: run_base_model("tang", temperatures=(1.0, 0.0)), V, "temperatures",
+         r"temperatures\[1\] must be a finite number in \(0, inf\), got 0"),
+    case("run_base_model few characters", "llmlab.experiments.base_models.run_base_model",
+         lambda: run_base_model("tang", held_out_chars=10), V, "held_out_chars",
+         r"held_out_chars must be an int >= 100, got 10"),
     case("training_text unknown", "llmlab.pretrained.training_text",
          lambda: pretrained.training_text("wiki"), V, "name",
          r"name must be one of .*got 'wiki'"),
@@ -424,7 +433,7 @@ CASES: list[Case] = [
     case("read_config of a file", "llmlab.pretrained.read_config",
          lambda: pretrained.read_config(__file__), V, "run", r"run \(.*\) is not a folder"),
     case("load_run of bytes", "llmlab.pretrained.load_run",
-         lambda: pretrained.load_run(b"run"), T, "run", r"run must be a folder path, got bytes"),
+         lambda: pretrained.load_run(b"run"), T, "run", r"run must be a str or os.PathLike, got bytes"),
     case("load_tokenizer of a list", "llmlab.pretrained.load_tokenizer",
          lambda: pretrained.load_tokenizer(tempfile.gettempdir(), ["bpe"]), T,
          "described", r"described must be the 'tokenizer' entry of config.json, got list"),

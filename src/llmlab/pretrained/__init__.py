@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from llmlab.checks import check_choice, check_type
+from llmlab.checks import check_choice, check_path, check_type
 from llmlab.data import corpus_text, tang_poems
 from llmlab.models.llama import LlamaConfig, TransformerLM
 from llmlab.tokenization import ByteTokenizer, Tokenizer
 from llmlab.training.checkpoint import load_checkpoint
+from llmlab.training.quality import poem_line_has_shape
 
 __all__ = [
     "CHECKPOINT",
@@ -74,8 +74,7 @@ def folder(name: str) -> Path:
 
 
 def _run_folder(run: object) -> Path:
-    check_type("run", run, (str, os.PathLike), expected="a folder path")
-    path = Path(run)
+    path = Path(check_path("run", run))
     if not path.is_dir():
         raise ValueError(f"run ({str(run)!r}) is not a folder; expected the folder "
                          "llmlab-train wrote")
@@ -97,8 +96,6 @@ def training_text(name: str) -> str:
     """
     check_choice("name", name, NAMES)
     if name == "tang":
-        from llmlab.training.quality import poem_line_has_shape
-
         return "\n".join(p for p in tang_poems()
                          if all(poem_line_has_shape(line) for line in p.split("\n")))
     return corpus_text(name)

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import math
 import re
+import statistics
 
 import torch
 from torch import nn
@@ -227,6 +228,8 @@ class HeldOutLoss:
             token's).
         context_length: The window: each scored token sees between 1 and this many
             tokens before it (see :func:`held_out_loss`).
+        window_losses: The mean loss (nats per token) of each window, in order:
+            how much the estimate varies along the text.
     """
 
     nats: float
@@ -234,6 +237,18 @@ class HeldOutLoss:
     characters: int
     bytes: int
     context_length: int
+    window_losses: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def standard_error(self) -> float:
+        """Standard error of :attr:`nats_per_token`, in nats: the standard
+        deviation of :attr:`window_losses` over the square root of their number
+        (windows, not tokens, as the samples: neighbouring tokens' losses are not
+        independent). ``nan`` for fewer than two windows."""
+        n = len(self.window_losses)
+        if n < 2:
+            return math.nan
+        return statistics.stdev(self.window_losses) / math.sqrt(n)
 
     @property
     def nats_per_token(self) -> float:
@@ -322,13 +337,18 @@ def held_out_loss(
     was_training = model.training
     model.eval()
     nats = 0.0
+    window_losses: list[float] = []
     try:
-        for i in range(0, len(windows), batch_size):
-            group = windows[i: i + batch_size]
-            for batch in _same_length(group):
-                x = batch[:, :-1].to(device)  # (B, L)
-                y = batch[:, 1:].to(device)  # (B, L)
-                nats += float(cross_entropy(model(x), y).double()) * y.numel()
+        with torch.no_grad():
+            for i in range(0, len(windows), batch_size):
+                group = windows[i: i + batch_size]
+                for batch in _same_length(group):
+                    x = batch[:, :-1].to(device)  # (B, L)
+                    y = batch[:, 1:].to(device)  # (B, L)
+                    logits = model(x)  # (B, L, vocab)
+                    rows = [float(cross_entropy(logits[b], y[b])) for b in range(len(y))]
+                    window_losses.extend(rows)
+                    nats += sum(rows) * y.shape[1]
     finally:
         model.train(was_training)
     encoded = text.encode("utf-8")
@@ -336,7 +356,8 @@ def held_out_loss(
     started_in_first = sum((b & 0xC0) != 0x80 for b in encoded[:first])
     return HeldOutLoss(nats=nats, tokens=len(ids) - 1,
                        characters=len(text) - started_in_first,
-                       bytes=len(encoded) - first, context_length=context)
+                       bytes=len(encoded) - first, context_length=context,
+                       window_losses=window_losses)
 
 
 def _same_length(group: list[torch.Tensor]) -> list[torch.Tensor]:
