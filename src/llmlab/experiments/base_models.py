@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from llmlab.build.cache import cached
 from llmlab.checks import check_choice, check_finite_float, check_floats, check_int
 from llmlab.pretrained import NAMES, BaseModelCard, card, load, training_text
@@ -55,8 +57,8 @@ class BaseModelResult:
 def run_base_model(
     name: str,
     temperatures: tuple[float, ...] = (1.0, 0.8),
-    num_samples: int = 8,
-    max_new_tokens: int = 256,
+    num_samples: int = 16,
+    max_new_tokens: int = 120,
     held_out_chars: int = HELD_OUT_CHARS,
     seed: int = 0,
 ) -> BaseModelResult:
@@ -65,7 +67,9 @@ def run_base_model(
     The held-out text is the start of the model's validation split, as
     ``llmlab-train`` cut it: the last ``validation_fraction`` of the tokens of
     :func:`llmlab.pretrained.training_text`, decoded. Samples continue a line
-    break, ``num_samples`` side by side at each temperature, from one seed.
+    break, ``num_samples`` side by side at each temperature, from one seed; by
+    default they stay inside the model's context (128 tokens), so that the KV
+    cache serves every step.
 
     Taught on: "Training and generating text".
     """
@@ -79,7 +83,7 @@ def run_base_model(
     check_int("seed", seed, minimum=0)
     about = card(name)
     model, tokenizer = load(name)
-    ids = tokenizer.encode(training_text(name))
+    ids = np.asarray(tokenizer.encode(training_text(name)), dtype=np.int64)
     _, val_ids = split_tokens(ids, about.training["validation_fraction"])
     text = tokenizer.decode(val_ids)[:held_out_chars]
     samples = [sample_quality(model, tokenizer, name, num_samples=num_samples,
