@@ -28,6 +28,7 @@ from llmlab.checks import (
     check_strs,
     check_type,
 )
+from llmlab.experiments.distributed import UtilisationTiming
 from llmlab.experiments.training import (
     AdamWCheckResult,
     CheckpointResumeResult,
@@ -716,12 +717,15 @@ def undecodable_line(r: TrainingRunResult) -> Label:
                  f"share of undecodable characters (`�`): {en}")
 
 
-def throughput_table(t: ThroughputTiming, toy: Any = None) -> Localized:
+def throughput_table(t: ThroughputTiming, toy: UtilisationTiming | None = None
+                     ) -> Localized:
     """Tokens/s per repetition, the median and the model FLOP/s it amounts to; the
     forward and backward pass alone; with ``toy`` (the distributed lecture's
     :class:`~llmlab.experiments.distributed.UtilisationTiming`), its measurement of
     its own toy model beside ours."""
     check_type("t", t, ThroughputTiming)
+    if toy is not None:
+        check_type("toy", toy, UtilisationTiming)
     s = t.settings
     flops = fmt_int(round(t.flops_per_token))
     rows = [
