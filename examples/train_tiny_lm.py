@@ -16,7 +16,8 @@
 # 文本先由[《分词》](../lectures/tokenization.md)一讲在莎士比亚上训练的字节级 BPE 变成 token 编号（词表 1,257）。
 # 讲解见[《训练与生成文本》](../lectures/training.md)一讲，这里训练的正是那一讲里的莎士比亚模型。
 # 构建网站时，训练这一步直接取用那一讲缓存好的结果；自己运行 `python examples/train_tiny_lm.py` 时没有缓存，
-# 它会当场训练，在一个 CPU 核上只要几秒钟。
+# 它会当场在 CPU 上训练。要花多久、时间花在哪里（训练步、验证、采样、分词），
+# 那一讲最后的“本页的计算”按构建网站的机器实测列了出来。
 
 # %% [markdown] lang="en"
 # # Training a tiny language model from scratch
@@ -31,7 +32,9 @@
 # model trained here is that lecture's Shakespeare model. When the site is built, the
 # training step reuses that lecture's cached result; run
 # `python examples/train_tiny_lm.py` yourself, with no cache, and it trains on the spot,
-# in a few seconds on one CPU core.
+# on the CPU. How long that takes and where the time goes (training steps, validation,
+# sampling, tokenizing), as measured on the machine that built the site, is in that
+# lecture's closing "Computation on this page".
 
 # %%
 import math
@@ -119,7 +122,7 @@ display(loss_curves_figure([result]))
 # ## 续写
 #
 # 同一个开头，用不同的温度采样。温度越低，模型越偏向它最有把握的 token，换行就是其中之一，空行随之变多；
-# 温度越高，选择越随意，拼凑出的怪词也越多。几秒钟的训练还写不出真正的台词，
+# 温度越高，选择越随意，拼凑出的怪词也越多。这么短的训练还写不出真正的台词，
 # 但已经能看出常见的词、换行和“角色名加冒号”的格式。
 
 # %% [markdown] lang="en"
@@ -128,7 +131,7 @@ display(loss_curves_figure([result]))
 # The same prompt, sampled at different temperatures. The lower the temperature,
 # the more the model favours the tokens it is surest of, a line break among them, so
 # empty lines multiply; the higher, the freer its choices and the more odd words it
-# glues together. A few seconds of training cannot write real lines yet, but common
+# glues together. So short a run cannot write real lines yet, but common
 # words, line breaks and the "NAME:" layout of the speakers already show through.
 
 # %%

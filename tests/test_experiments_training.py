@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from llmlab.experiments import training as exp
+from llmlab.flops import flops_per_token
 from llmlab.models.llama import TransformerLM
 from llmlab.tokenization import ByteTokenizer
 
@@ -89,7 +90,18 @@ def test_training_runs_learn_and_report_plain_data(tiny_runs):
         assert r.val_losses[0] > 0.9 * r.log_vocab  # untrained: about ln 1257
         assert r.val_loss_vs_uniform < 0.9  # even 30 tiny steps learn something
         assert r.tokens_seen == 30 * 4 * 32
-        assert r.flops == 6 * r.n_non_embedding * r.tokens_seen
+        c = r.settings.config
+        assert r.n_matmul == c.matmul_parameter_count() < r.n_non_embedding
+        assert r.flops == flops_per_token(r.n_matmul, c.num_layers, c.d_model,
+                                          c.context_length) * r.tokens_seen
+        # the trained model scored on the whole validation split, block by block
+        assert r.eval_windows == r.eval_batches * r.settings.batch_size
+        assert len(r.val_block_losses) == (r.val_tokens - 1) // r.block_tokens
+        assert len(r.train_block_losses) == len(r.val_block_losses)
+        assert r.held_out_error == pytest.approx(
+            np.std(r.val_block_losses, ddof=1) / math.sqrt(len(r.val_block_losses)))
+        assert r.held_out_error < r.block_spread  # the mean of many blocks: less noise
+        assert abs(r.held_out_loss - r.final_val_loss) < 0.5  # the same model, scored
         assert r.n_parameters - r.n_non_embedding == 1257 * 32
         assert [s.iteration for s in r.samples] == [0, 15, 30]
         assert [len(s.texts) for s in r.samples] == [1, 1, 2]
@@ -262,7 +274,13 @@ def test_timings_are_cached_per_machine_and_report_it():
                                   batch_size=2)
     t = exp.time_training_throughput(repeats=2, steps=2, settings=settings)
     assert len(t.tokens_per_s) == 2 and min(t.tokens_per_s) > 0
-    assert t.flops_per_s == 6 * t.n_non_embedding * t.median_tokens_per_s
+    c = settings.config
+    assert t.flops_per_token == flops_per_token(c.matmul_parameter_count(),
+                                                c.num_layers, c.d_model,
+                                                c.context_length)
+    assert t.flops_per_s == t.flops_per_token * t.median_tokens_per_s
+    assert len(t.forward_backward_seconds) == 2 and len(t.eval_batch_seconds) == 2
+    assert min(t.decode_token_seconds) > 0 and t.encode_chars_per_s > 0
     assert t.n_non_embedding == (sum(p.numel() for p in settings.model().parameters())
                                  - 256 * 16)
     assert t.settings.vocab_size == 256  # the settings given: byte-level batches
@@ -297,3 +315,31 @@ def test_kv_cache_steps_record_what_the_cache_holds(prompt_len, new_tokens):
         model(torch.zeros(1, prompt_len, dtype=torch.long), kv_cache=cache)
     assert tuple(cache.layers[0].keys.shape) == r.key_shapes[0]
     assert len(cache.layers) == r.num_layers
+
+
+def test_block_losses_cover_the_ids_with_disjoint_blocks():
+    torch.manual_seed(0)
+    model = TransformerLM(16, 8, 8, 1, 2, 16)
+    ids = np.arange(1000) % 16
+    losses = exp.block_losses(model, ids, 4, 8)  # blocks of 32 tokens
+    assert len(losses) == (1000 - 1) // 32
+    # each block is one estimate_loss over its own slice, model untouched
+    from llmlab.training import estimate_loss
+    assert losses[0] == estimate_loss(model, ids[:33], 4, 8, 1)
+    assert exp.block_losses(model, ids, 4, 8, num_blocks=3) == [
+        estimate_loss(model, ids[s:s + 33], 4, 8, 1) for s in (0, 484, 967)]
+
+
+def test_high_learning_rate_makes_clipping_act():
+    r = exp.run_high_learning_rate.uncached(steps=12)
+    assert r.settings.max_lr == 5e-2 and len(r.grad_norms) == len(r.iterations) == 12
+    assert r.clipped_steps == sum(n > 1.0 for n in r.grad_norms) > 0
+
+
+def test_overfitting_on_a_slice_raises_validation_loss():
+    r = exp.run_overfitting.uncached(train_tokens=512, steps=40, batch_size=4,
+                                     eval_every=10)
+    assert r.epochs == 40 * 4 * 64 / 512
+    assert r.val_iterations == [0, 10, 20, 30, 40]
+    assert r.train_losses[-1] < r.val_losses[-1] - 1  # memorised, not learnt
+    assert r.val_losses[-1] > min(r.val_losses)  # validation turns back up

@@ -208,9 +208,13 @@ def test_kv_cache_and_timing_renderers():
     slow = exp.GenerationTiming("CPU", [2, 16], [3.0, 3.0], [1.0, 2.0], 900.0, 600.0,
                                 settings)  # the cache slower: said as it is
     assert "takes 0.7× as long" in rt.generation_timing_summary(slow).render("en")
-    t = exp.ThroughputTiming("CPU, 1 thread", [1000.0, 3000.0, 2000.0], settings, 10, 50)
-    out = _check_table(rt.throughput_table(t), rows=5)
-    assert "| 2,000 |" in out["en"] and "6.00e+05" in out["en"]  # median, 6·N·median
+    t = exp.ThroughputTiming("CPU, 1 thread", [1000.0, 3000.0, 2000.0], settings, 10, 50,
+                             40, 1e6, [0.5, 1.0, 2.0], [0.1], [0.01], 1e6)
+    out = _check_table(rt.throughput_table(t), rows=7)
+    assert "| 2,000 |" in out["en"]  # the median
+    assert "| 2.0 |" in out["en"]  # 1e6 FLOPs per token × 2,000 tokens/s: 2.0 GFLOP/s
+    tokens = settings.batch_size * settings.context_length  # per forward+backward
+    assert f"| {tokens * 1e6 / 1.0 / 1e9:.1f} |" in out["en"]  # the median pass: 1 s
 
 
 def test_checkpoint_table():

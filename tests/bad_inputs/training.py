@@ -53,6 +53,13 @@ from llmlab.training.quality import (
 from bad_inputs import T, V, Case, case, _ids, _llama_lm, _opt, _tokens, _x
 
 
+def _timing():
+    """A throughput timing, made by hand (no measurement)."""
+    return exp_training.ThroughputTiming("cpu, 1 thread", [1.0],
+                                         exp_training.TinyLMSettings(), 1, 1, 1, 6.0,
+                                         [1.0], [1.0], [1.0], 1.0)
+
+
 def _byte_lm():
     """A tiny model over bytes, for the quality measures."""
     from llmlab.models.llama import TransformerLM
@@ -258,6 +265,22 @@ CASES: list[Case] = [
     case("throughput_table of a number", "llmlab.report.training.throughput_table",
          lambda: report_training.throughput_table(2000.0), T, "t",
          r"t must be a ThroughputTiming, got float"),
+    case("throughput_table toy of a number", "llmlab.report.training.throughput_table",
+         lambda: report_training.throughput_table(_timing(), 9.0), T, "toy",
+         r"toy must be a UtilisationTiming, got float"),
+    case("validation_noise_table of no runs",
+         "llmlab.report.training.validation_noise_table",
+         lambda: report_training.validation_noise_table([]), V, "runs",
+         r"runs must hold at least one TrainingRunResult, got \[\]"),
+    case("overfitting_figure of a run", "llmlab.report.training.overfitting_figure",
+         lambda: report_training.overfitting_figure([1.0]), T, "r",
+         r"r must be an OverfittingResult, got list"),
+    case("high_lr_figure of a number", "llmlab.report.training.high_lr_figure",
+         lambda: report_training.high_lr_figure(0.05, None), T, "r",
+         r"r must be a HighLearningRateResult, got float"),
+    case("run_time_table of a number", "llmlab.report.training.run_time_table",
+         lambda: report_training.run_time_table(2000.0, [], []), T, "t",
+         r"t must be a ThroughputTiming, got float"),
     case("sampling_table of None", "llmlab.report.training.sampling_table",
          lambda: report_training.sampling_table(None), T, "r",
          r"r must be a SamplingResult, got NoneType"),
@@ -341,6 +364,20 @@ CASES: list[Case] = [
     case("training run sample rows", "llmlab.experiments.training.run_training_run",
          lambda: exp_training.run_training_run(sample_rows=(1, 1)), V, "sample_rows",
          r"sample_rows must be 3 counts"),
+    case("high learning rate unknown corpus",
+         "llmlab.experiments.training.run_high_learning_rate",
+         lambda: exp_training.run_high_learning_rate(corpus="klingon"), V, "corpus",
+         r"corpus must be one of 'shakespeare', 'tang', got 'klingon'"),
+    case("overfitting slice shorter than a window",
+         "llmlab.experiments.training.run_overfitting",
+         lambda: exp_training.run_overfitting(train_tokens=10), V, "train_tokens",
+         r"train_tokens must be an int >= 65, got 10"),
+    case("block_losses of a list", "llmlab.experiments.training.block_losses",
+         lambda: exp_training.block_losses([1, 2], np.zeros(100, np.int64), 2, 4), T,
+         "model", r"model must be a torch.nn.Module, got list"),
+    case("block_losses of too few tokens", "llmlab.experiments.training.block_losses",
+         lambda: exp_training.block_losses(_llama_lm(), np.zeros(9, np.int64), 2, 4), V,
+         "ids", r"ids holds 9 tokens: fewer than two blocks of 8"),
     case("sampling empty prompt", "llmlab.experiments.training.run_sampling",
          lambda: exp_training.run_sampling(prompt=""), V, "prompt",
          r"prompt must be a non-empty str"),

@@ -21,6 +21,12 @@ GUARDS: dict[str, list[object]] = {
             Assert("assert abs(r.val_tokens / (r.train_tokens + r.val_tokens) - 0.1)"),
             Assert("assert share < 0.1")],
     "5%": [Assert("assert abs(loss - log_v) < 0.05 * log_v")],
+    # the attention term of the shared FLOPs formula, 12·L·d·T (llmlab.flops)
+    "12": [Assert("attention = 12 * c.num_layers * c.d_model * c.context_length"),
+           Assert("assert r.n_matmul == n and r.flops == per_token * r.tokens_seen")],
+    # the distributed lecture's toy model, whose throughput the table shows beside ours
+    "512": [Attr("llmlab.models.llama:LLAMA_TOY", "vocab_size", 512),
+            Assert("toy = time_cpu_utilisation()")],
     "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
     "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
 }

@@ -59,6 +59,7 @@ from llmlab.checks import (
 from llmlab.data import CORPORA, corpus_text
 from llmlab.experiments.tokenization import TrainedBPE, run_train_corpus
 from llmlab.feed_forward import swiglu_hidden_dim
+from llmlab.flops import flops_per_token
 from llmlab.functional import softmax
 from llmlab.generation import generate, kv_cache_bytes, next_token_probabilities
 from llmlab.kv_cache import KVCache
@@ -69,6 +70,7 @@ from llmlab.training import (
     TrainEvent,
     cosine_schedule,
     cross_entropy,
+    estimate_loss,
     get_batch,
     get_lr_cosine_schedule,
     gradient_clipping,
@@ -100,11 +102,14 @@ __all__ = [
     "KVCacheStepsResult",
     "LossAtInitResult",
     "LrScheduleResult",
+    "OverfittingResult",
+    "HighLearningRateResult",
     "Sample",
     "SamplingResult",
     "ThroughputTiming",
     "TinyLMSettings",
     "TrainingRunResult",
+    "block_losses",
     "corpus_ids",
     "corpus_text",
     "corpus_tokenizer",
@@ -116,10 +121,12 @@ __all__ = [
     "run_adamw_check",
     "run_checkpoint_resume",
     "run_gradient_clipping",
+    "run_high_learning_rate",
     "run_kv_cache_check",
     "run_kv_cache_steps",
     "run_loss_at_init",
     "run_lr_schedule",
+    "run_overfitting",
     "run_sampling",
     "run_training_run",
     "time_generation",
@@ -590,15 +597,25 @@ class TrainingRunResult:
         n_parameters: All parameters.
         n_non_embedding: Parameters without the token-embedding table (a lookup,
             no multiply-adds); the output layer is counted.
+        n_matmul: Parameters that multiply an activation
+            (``config.matmul_parameter_count()``: no embedding table, no norm gains).
         tokens_seen: Training tokens processed (``steps · batch · context``).
-        flops: ``6 · n_non_embedding · tokens_seen``: forward (2) plus backward (4)
-            multiply-adds per parameter per token (Kaplan et al., 2020).
+        flops: :func:`llmlab.flops.flops_per_token` (``6·n_matmul + 12·L·d·T``, the
+            attention scores included) times ``tokens_seen``.
         iterations: Steps done after each step.
         train_losses: Training loss per step.
         learning_rates: Learning rate per step.
         grad_norms: Gradient norm before clipping, per step.
         val_iterations: Where validation loss was measured.
-        val_losses: Validation loss there.
+        val_losses: Validation loss there, each over the same ``eval_batches ·
+            batch_size`` windows spread over the validation split.
+        eval_batches: Forward passes per point of that curve.
+        eval_windows: Windows per block below (``eval_batches · batch_size``: a
+            block holds as many tokens as a point of the curve).
+        val_block_losses: The trained model's loss on each block of consecutive
+            windows of the validation split, the blocks disjoint and covering it.
+        train_block_losses: The same model on as many blocks of the training
+            split, evenly spaced (eval mode, no update: the two are comparable).
         log_vocab: ``ln(vocab_size)``, the loss of a uniform guess.
         prompt: The prompt of the samples.
         sample_temperature: Their sampling temperature.
@@ -626,6 +643,7 @@ class TrainingRunResult:
     val_chars: int
     n_parameters: int
     n_non_embedding: int
+    n_matmul: int
     tokens_seen: int
     flops: float
     iterations: list[int]
@@ -634,6 +652,10 @@ class TrainingRunResult:
     grad_norms: list[float]
     val_iterations: list[int]
     val_losses: list[float]
+    eval_batches: int
+    eval_windows: int
+    val_block_losses: list[float]
+    train_block_losses: list[float]
     log_vocab: float
     prompt: str
     sample_temperature: float
@@ -650,6 +672,37 @@ class TrainingRunResult:
     def final_val_loss(self) -> float:
         """Validation loss after the last step."""
         return self.val_losses[-1]
+
+    @property
+    def block_tokens(self) -> int:
+        """Tokens scored per block (and per point of the validation curve)."""
+        return self.eval_windows * self.settings.context_length
+
+    @property
+    def held_out_loss(self) -> float:
+        """The trained model's mean loss over the whole validation split."""
+        return statistics.mean(self.val_block_losses)
+
+    @property
+    def held_out_error(self) -> float:
+        """Standard error of :attr:`held_out_loss` (block spread / √blocks)."""
+        return _standard_error(self.val_block_losses)
+
+    @property
+    def block_spread(self) -> float:
+        """Standard deviation of the validation blocks' losses: the noise of one
+        point of the curve, which scores as many tokens as a block."""
+        return statistics.stdev(self.val_block_losses)
+
+    @property
+    def train_split_loss(self) -> float:
+        """The trained model's mean loss on the training blocks."""
+        return statistics.mean(self.train_block_losses)
+
+    @property
+    def train_split_error(self) -> float:
+        """Standard error of :attr:`train_split_loss`."""
+        return _standard_error(self.train_block_losses)
 
     @property
     def chars_per_token(self) -> float:
@@ -680,6 +733,36 @@ class TrainingRunResult:
         return model.eval()
 
 
+def _standard_error(values: list[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values))
+
+
+def block_losses(model: nn.Module, ids: np.ndarray, windows: int, context_length: int,
+                 num_blocks: int | None = None) -> list[float]:
+    """Loss of ``model`` on disjoint blocks of ``windows`` consecutive windows of ``ids``.
+
+    Each block is one :func:`~llmlab.training.estimate_loss` call (one forward pass
+    of ``windows`` windows of ``context_length`` tokens, each window's targets its
+    inputs shifted by one). ``num_blocks`` blocks evenly spaced over ``ids``, or
+    (``None``) as many as fit: then the blocks cover ``ids``.
+
+    Taught on: "Training and generating text".
+    """
+    check_type("model", model, nn.Module, expected="a torch.nn.Module")
+    check_int("windows", windows)
+    check_int("context_length", context_length)
+    size = windows * context_length  # tokens scored per block
+    fit = (len(ids) - 1) // size
+    if fit < 2:
+        raise ValueError(f"ids holds {len(ids)} tokens: fewer than two blocks of "
+                         f"{size} (windows · context_length)")
+    n = fit if num_blocks is None else check_int("num_blocks", num_blocks, minimum=2,
+                                                  maximum=fit)
+    starts = np.linspace(0, len(ids) - size - 1, n).round().astype(np.int64)
+    return [estimate_loss(model, ids[s:s + size + 1], windows, context_length, 1)
+            for s in starts]
+
+
 @cached(parts=_tokenizer_parts, cost=6.0)  # seconds on one core, per corpus
 def run_training_run(
     corpus: str = "shakespeare",
@@ -693,6 +776,7 @@ def run_training_run(
     d_ff: int = 176,
     max_lr: float = 1e-2,
     eval_every: int = 20,
+    eval_batches: int = 4,
     sample_rows: tuple[int, int, int] | None = None,
     sample_tokens: int = 100,
     sample_temperature: float = 0.6,
@@ -704,6 +788,9 @@ def run_training_run(
     on that corpus; by default with all :data:`TOKENIZER_MERGES` merges, 256 is
     plain bytes); the last 10 % of the ids is held out for validation. Warm-up is a
     tenth of the steps, the cosine ends at ``steps`` at a tenth of ``max_lr``.
+    The validation curve scores ``eval_batches · batch_size`` windows per point;
+    the trained model is then scored on the whole validation split and on as many
+    tokens of the training split, block by block (:func:`block_losses`).
     ``steps`` and ``sample_rows`` (texts sampled at the start, the middle and the
     end) default to :data:`CORPUS_STEPS` and :data:`CORPUS_SAMPLE_ROWS`. Samples
     are drawn with their own seeded generator (the batches' generator is not
@@ -719,6 +806,7 @@ def run_training_run(
         raise ValueError("sample_rows must be 3 counts (start, middle, end), got "
                          f"{rows!r}")
     check_int("eval_every", eval_every)
+    check_int("eval_batches", eval_batches)
     check_int("sample_tokens", sample_tokens)
     check_finite_float("sample_temperature", sample_temperature, minimum=0.0,
                        open_min=True)
@@ -752,11 +840,19 @@ def run_training_run(
     sample(0, rows[0])
     result = train(model, settings.optimizer(model), train_ids, steps=steps,
                    batch_size=batch_size, val_data=val_ids, eval_every=eval_every,
-                   eval_batches=4, lr_schedule=settings.schedule(),
+                   eval_batches=eval_batches, lr_schedule=settings.schedule(),
                    max_grad_norm=settings.max_grad_norm, seed=seed, callback=at_middle)
     sample(steps, rows[2])
+    windows = eval_batches * batch_size
+    val_blocks = block_losses(model, val_ids, windows, context_length)
+    train_blocks = block_losses(model, train_ids, windows, context_length,
+                                len(val_blocks))
     n_params = sum(p.numel() for p in model.parameters())
     n_non_embedding = n_params - model.token_embeddings.weight.numel()
+    config = settings.config
+    n_matmul = config.matmul_parameter_count()
+    per_token = flops_per_token(n_matmul, config.num_layers, config.d_model,
+                                config.context_length)
     val_text = tokenizer.decode(val_ids)
     train_text = tokenizer.decode(train_ids)
     corpus_shape, halves, char_tokens = (0, 0), [], {}
@@ -775,11 +871,13 @@ def run_training_run(
         train_tokens=len(train_ids), val_tokens=len(val_ids),
         train_chars=len(train_text), val_chars=len(val_text),
         n_parameters=n_params,
-        n_non_embedding=n_non_embedding, tokens_seen=result.tokens_seen,
-        flops=6.0 * n_non_embedding * result.tokens_seen,
+        n_non_embedding=n_non_embedding, n_matmul=n_matmul,
+        tokens_seen=result.tokens_seen, flops=per_token * result.tokens_seen,
         iterations=result.iterations, train_losses=result.losses,
         learning_rates=result.learning_rates, grad_norms=result.grad_norms,
         val_iterations=result.val_iterations, val_losses=result.val_losses,
+        eval_batches=eval_batches, eval_windows=windows,
+        val_block_losses=val_blocks, train_block_losses=train_blocks,
         log_vocab=math.log(settings.vocab_size), prompt=prompt,
         sample_temperature=sample_temperature, sample_tokens=sample_tokens,
         samples=samples,
@@ -789,6 +887,134 @@ def run_training_run(
         char_tokens=sorted(char_tokens.items()),
         state_dict={k: v.detach().clone() for k, v in model.state_dict().items()},
     )
+
+
+# --- (3b) the same loop, pushed: a high learning rate, a tiny corpus -----------------
+
+
+@dataclasses.dataclass
+class HighLearningRateResult:
+    """A short run of the lecture's model at a high peak learning rate.
+
+    Attributes:
+        corpus: The corpus trained on.
+        settings: Model and optimisation settings (``max_lr`` the high one).
+        iterations: Steps done after each step.
+        train_losses: Training loss per step.
+        grad_norms: Gradient norm before clipping, per step.
+    """
+
+    corpus: str
+    settings: TinyLMSettings
+    iterations: list[int]
+    train_losses: list[float]
+    grad_norms: list[float]
+
+    @property
+    def clipped_steps(self) -> int:
+        """Steps whose gradient norm exceeded the threshold (and were clipped)."""
+        return sum(norm > self.settings.max_grad_norm for norm in self.grad_norms)
+
+
+@cached(parts=_tokenizer_parts, cost=2.0)
+def run_high_learning_rate(
+    corpus: str = "shakespeare",
+    max_lr: float = 5e-2,
+    steps: int = 30,
+    seed: int = 0,
+) -> HighLearningRateResult:
+    """:func:`run_training_run`'s model and loop for ``steps`` steps at ``max_lr``.
+
+    Warm-up is a tenth of the steps; the gradient is clipped at the lecture's
+    threshold. No validation, no samples: only what the gradient norm does.
+
+    Taught on: "Training and generating text".
+    """
+    check_choice("corpus", corpus, CORPORA)
+    check_int("steps", steps, minimum=2)
+    check_int("seed", seed, minimum=0)  # max_lr: TinyLMSettings checks it
+    settings = _settings(vocab_size=LECTURE_VOCAB, steps=steps, max_lr=max_lr,
+                         min_lr=max_lr / 10, warmup_iters=max(1, steps // 10))
+    train_ids, _, _ = _tokens(corpus, LECTURE_VOCAB)
+    torch.manual_seed(seed)
+    model = settings.model()
+    result = train(model, settings.optimizer(model), train_ids, steps=steps,
+                   batch_size=settings.batch_size, lr_schedule=settings.schedule(),
+                   max_grad_norm=settings.max_grad_norm, seed=seed)
+    return HighLearningRateResult(corpus, settings, result.iterations, result.losses,
+                                  result.grad_norms)
+
+
+@dataclasses.dataclass
+class OverfittingResult:
+    """The lecture's model trained over and over on a tiny slice of a corpus.
+
+    Attributes:
+        corpus: The corpus.
+        settings: Model and optimisation settings.
+        train_tokens: Tokens of the slice trained on (the training split's first).
+        iterations: Steps done after each step.
+        train_losses: Training loss per step (batches drawn from the slice).
+        val_iterations: Where validation loss was measured.
+        val_losses: Loss on the validation split there.
+        tokens_seen: Tokens trained on, repeats included.
+    """
+
+    corpus: str
+    settings: TinyLMSettings
+    train_tokens: int
+    iterations: list[int]
+    train_losses: list[float]
+    val_iterations: list[int]
+    val_losses: list[float]
+    tokens_seen: int
+
+    @property
+    def epochs(self) -> float:
+        """Passes over the slice: ``tokens_seen / train_tokens``."""
+        return self.tokens_seen / self.train_tokens
+
+    @property
+    def best_val_iteration(self) -> int:
+        """The step at which validation loss was lowest."""
+        return self.val_iterations[self.val_losses.index(min(self.val_losses))]
+
+
+@cached(parts=_tokenizer_parts, cost=3.0)
+def run_overfitting(
+    corpus: str = "shakespeare",
+    train_tokens: int = 2048,
+    steps: int = 60,
+    batch_size: int = 8,
+    eval_every: int = 10,
+    seed: int = 0,
+) -> OverfittingResult:
+    """Train the lecture's model on the first ``train_tokens`` tokens only.
+
+    The validation split is the whole corpus's last tenth, as in
+    :func:`run_training_run`; the schedule is the lecture's (warm-up a tenth of
+    the steps, cosine to a tenth of the peak).
+
+    Taught on: "Training and generating text".
+    """
+    check_choice("corpus", corpus, CORPORA)
+    check_int("steps", steps, minimum=2)
+    check_int("eval_every", eval_every)
+    check_int("seed", seed, minimum=0)
+    settings = _settings(vocab_size=LECTURE_VOCAB, steps=steps, batch_size=batch_size,
+                         warmup_iters=max(1, steps // 10))
+    check_int("train_tokens", train_tokens, minimum=settings.context_length + 1)
+    train_ids, val_ids, _ = _tokens(corpus, LECTURE_VOCAB)
+    check_int("train_tokens", train_tokens, maximum=len(train_ids))
+    torch.manual_seed(seed)
+    model = settings.model()
+    result = train(model, settings.optimizer(model), train_ids[:train_tokens],
+                   steps=steps, batch_size=batch_size, val_data=val_ids,
+                   eval_every=eval_every, eval_batches=2, lr_schedule=settings.schedule(),
+                   max_grad_norm=settings.max_grad_norm, seed=seed)
+    return OverfittingResult(corpus, settings, train_tokens, result.iterations,
+                             result.losses, result.val_iterations, result.val_losses,
+                             result.tokens_seen)
 
 
 # --- (4) decoding rules -------------------------------------------------------------
@@ -1123,7 +1349,7 @@ def machine_description() -> str:
 
 @dataclasses.dataclass
 class ThroughputTiming:
-    """Training tokens per second of the lecture's model, loop and optimiser.
+    """Training speed of the lecture's model, loop and optimiser, and its parts.
 
     Attributes:
         machine: Processor and threads.
@@ -1132,8 +1358,18 @@ class ThroughputTiming:
             ``gradient_clipping``), after a few warm-up steps.
         settings: The model and batch.
         steps: Timed steps per repetition.
-        n_non_embedding: Parameters without the token embeddings (for 6·N FLOPs
-            per token).
+        n_non_embedding: Parameters without the token embeddings.
+        n_matmul: Parameters that multiply an activation.
+        flops_per_token: :func:`llmlab.flops.flops_per_token` of the model at its
+            context length (``6·n_matmul + 12·L·d·T``).
+        forward_backward_seconds: Seconds of one forward and backward pass of a
+            batch alone (what :func:`llmlab.flops.count_flops` counts), per repeat.
+        eval_batch_seconds: Seconds of one validation forward pass
+            (:func:`~llmlab.training.estimate_loss`, one batch), per repeat.
+        decode_token_seconds: Seconds per generated token, one text with the KV
+            cache (:func:`~llmlab.generation.generate`), per repeat.
+        encode_chars_per_s: Characters per second of the BPE tokenizer's
+            ``encode`` on the first 100,000 characters of Shakespeare.
     """
 
     machine: str
@@ -1141,6 +1377,12 @@ class ThroughputTiming:
     settings: TinyLMSettings
     steps: int
     n_non_embedding: int
+    n_matmul: int
+    flops_per_token: float
+    forward_backward_seconds: list[float]
+    eval_batch_seconds: list[float]
+    decode_token_seconds: list[float]
+    encode_chars_per_s: float
 
     @property
     def median_tokens_per_s(self) -> float:
@@ -1148,14 +1390,41 @@ class ThroughputTiming:
         return statistics.median(self.tokens_per_s)
 
     @property
+    def batch_tokens(self) -> int:
+        """Tokens per training step: ``batch_size · context_length``."""
+        return self.settings.batch_size * self.settings.context_length
+
+    @property
+    def step_seconds(self) -> float:
+        """Seconds per training step (median tokens/s)."""
+        return self.batch_tokens / self.median_tokens_per_s
+
+    @property
     def flops_per_s(self) -> float:
-        """``6 · n_non_embedding · median_tokens_per_s``: the 6ND estimate per second."""
-        return 6.0 * self.n_non_embedding * self.median_tokens_per_s
+        """Model FLOPs per second of whole training steps."""
+        return self.flops_per_token * self.median_tokens_per_s
+
+    @property
+    def forward_backward_flops_per_s(self) -> float:
+        """Model FLOPs per second of the forward and backward pass alone."""
+        seconds = statistics.median(self.forward_backward_seconds)
+        return self.flops_per_token * self.batch_tokens / seconds
 
 
 def _throughput_parts(settings: TinyLMSettings | None = None, **_: object) -> list:
     vocab_size = LECTURE_VOCAB if settings is None else settings.vocab_size
     return _tokenizer_parts("shakespeare", vocab_size)
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds of each of ``repeats`` calls of ``fn``, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
 
 
 @cached(parts=_throughput_parts, machine_dependent=True)
@@ -1164,7 +1433,9 @@ def time_training_throughput(
     steps: int = 10,
     settings: TinyLMSettings | None = None,
 ) -> ThroughputTiming:
-    """Tokens/s of :func:`train` on Shakespeare batches, ``repeats`` times.
+    """Tokens/s of :func:`train` on Shakespeare batches, ``repeats`` times, and the
+    time of each part of a lecture run: a forward + backward pass, a validation
+    batch, a generated token, the tokenizer's characters per second.
 
     The batches come from the first 100,000 characters, encoded with the
     tokenizer of a lecture run of ``settings.vocab_size``.
@@ -1180,7 +1451,9 @@ def time_training_throughput(
     check_type("settings", settings, TinyLMSettings)
     tokenizer = corpus_tokenizer("shakespeare", settings.vocab_size)
     text = corpus_text("shakespeare")[:100_000]  # speed does not depend on the text
+    start = time.perf_counter()
     train_ids = np.asarray(tokenizer.encode(text), dtype=np.uint16)
+    encode_rate = len(text) / (time.perf_counter() - start)
     torch.manual_seed(0)
     model = settings.model()
     opt = settings.optimizer(model)
@@ -1194,10 +1467,31 @@ def time_training_throughput(
         done += n
         if i:
             rates.append(r.tokens_seen / r.seconds)
+    x, y = get_batch(train_ids, settings.batch_size, settings.context_length,
+                     generator=gen)
+
+    def forward_backward() -> None:
+        cross_entropy(model(x), y).backward()
+        model.zero_grad(set_to_none=True)
+
+    fwd_bwd = _median_seconds(forward_backward, steps)
+    window = settings.batch_size * settings.context_length + 1
+    evals = _median_seconds(lambda: estimate_loss(
+        model, train_ids[:window], settings.batch_size, settings.context_length, 1),
+        repeats)
+    new_tokens = 20
+    decode = [t / new_tokens for t in _median_seconds(lambda: generate(
+        model, train_ids[:4].tolist(), new_tokens,
+        generator=torch.Generator().manual_seed(0)), repeats)]
+    model.train()
     n_non_embedding = (sum(p.numel() for p in model.parameters())
                        - model.token_embeddings.weight.numel())
+    config = settings.config
+    per_token = flops_per_token(config.matmul_parameter_count(), config.num_layers,
+                                config.d_model, config.context_length)
     return ThroughputTiming(machine_description(), rates, settings, steps,
-                            n_non_embedding)
+                            n_non_embedding, config.matmul_parameter_count(), per_token,
+                            fwd_bwd, evals, decode, encode_rate)
 
 
 @dataclasses.dataclass

@@ -28,14 +28,17 @@ from llmlab.checks import (
     check_strs,
     check_type,
 )
+from llmlab.experiments.distributed import UtilisationTiming
 from llmlab.experiments.training import (
     AdamWCheckResult,
     CheckpointResumeResult,
     GenerationTiming,
     GradientClippingResult,
+    HighLearningRateResult,
     KVCacheCheckResult,
     LossAtInitResult,
     LrScheduleResult,
+    OverfittingResult,
     Sample,
     SamplingResult,
     ThroughputTiming,
@@ -70,6 +73,10 @@ __all__ = [
     "generation_timing_figure",
     "generation_timing_summary",
     "grad_norm_figure",
+    "high_lr_figure",
+    "overfitting_figure",
+    "run_time_table",
+    "validation_noise_table",
     "half_lengths_table",
     "kv_equality_table",
     "kv_memory_table",
@@ -365,6 +372,74 @@ def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
         f"{clip:g} dashed"))
 
 
+def high_lr_figure(r: HighLearningRateResult, lecture: TrainingRunResult) -> Localized:
+    """The gradient norm per step at a high peak learning rate, beside the lecture
+    run's first steps, with the clipping threshold."""
+    check_type("r", r, HighLearningRateResult)
+    check_type("lecture", lecture, TrainingRunResult)
+    clip = r.settings.max_grad_norm
+    n = len(r.iterations)
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            ax.plot(lecture.iterations[:n], lecture.grad_norms[:n], linewidth=1.2,
+                    label=text(label(f"峰值学习率 {lecture.settings.max_lr:g}（本讲）",
+                                     f"peak learning rate {lecture.settings.max_lr:g} "
+                                     "(this lecture)"), lang))
+            ax.plot(r.iterations, r.grad_norms, linewidth=1.2, marker="o", markersize=3,
+                    label=text(label(f"峰值学习率 {r.settings.max_lr:g}",
+                                     f"peak learning rate {r.settings.max_lr:g}"), lang))
+            ax.axhline(clip, color="grey", linestyle="--", linewidth=1,
+                       label=text(label(f"裁剪阈值 {clip:g}", f"clip threshold {clip:g}"),
+                                  lang))
+            ax.set_yscale("log")
+            ax.set_xlabel(text(label("训练步数", "training step"), lang))
+            ax.set_ylabel(text(label("裁剪前的梯度范数", "gradient norm before clipping"),
+                               lang))
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False)
+
+        return _draw(lang, 6.0, 3.0, draw)
+
+    return figure(make, data=[r.grad_norms, lecture.grad_norms[:n], clip], alt=label(
+        f"莎士比亚模型前 {n} 步裁剪前的梯度范数：峰值学习率 {lecture.settings.max_lr:g} "
+        f"与 {r.settings.max_lr:g}，虚线是阈值 {clip:g}（对数纵轴）",
+        f"The Shakespeare model's gradient norm before clipping over its first {n} "
+        f"steps at peak learning rates {lecture.settings.max_lr:g} and "
+        f"{r.settings.max_lr:g}, the threshold {clip:g} dashed (log scale)"))
+
+
+def overfitting_figure(r: OverfittingResult) -> Localized:
+    """Training loss per step and validation loss of a run on a tiny slice."""
+    check_type("r", r, OverfittingResult)
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            ax.plot(r.iterations, r.train_losses, linewidth=1, alpha=0.7,
+                    label=text(label(f"训练（{r.train_tokens:,} 个 token 反复用）",
+                                     f"training ({r.train_tokens:,} tokens, repeated)"),
+                               lang))
+            ax.plot(r.val_iterations, r.val_losses, marker="o", markersize=4,
+                    linewidth=1.6, label=text(label("验证", "validation"), lang))
+            ax.axvline(r.best_val_iteration, color="grey", linestyle=":", linewidth=1,
+                       label=text(label("验证损失最低处", "lowest validation loss"),
+                                  lang))
+            ax.set_xlabel(text(label("训练步数", "training step"), lang))
+            ax.set_ylabel(text(label("交叉熵（nat / token）", "cross-entropy (nats / token)"),
+                               lang))
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False, fontsize=8)
+
+        return _draw(lang, 6.0, 3.2, draw)
+
+    return figure(make, data=[r.train_losses, r.val_losses], alt=label(
+        f"只用 {r.train_tokens:,} 个 token 训练时的损失曲线：训练损失一路下降，"
+        f"验证损失在第 {r.best_val_iteration} 步之后上升",
+        f"Loss curves when training on {r.train_tokens:,} tokens only: the training "
+        f"loss keeps falling, the validation loss rises after step "
+        f"{r.best_val_iteration}"))
+
+
 # --- (3) training runs --------------------------------------------------------------
 
 
@@ -418,7 +493,8 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
         row(label("见过的 token（占训练集）", "tokens seen (share of the training set)"),
             [f"{fmt_int(r.tokens_seen)} ({fmt_pct(r.tokens_seen / r.train_tokens)})"
              for r in runs]),
-        row(label("FLOPs ≈ 6·N·D", "FLOPs ≈ 6·N·D"), [f"{r.flops:.2e}" for r in runs]),
+        row(label("FLOPs（6N + 12·L·d·T，乘以 D）", "FLOPs ((6N + 12·L·d·T) · D)"),
+            [f"{r.flops:.2e}" for r in runs]),
         row(label("验证损失：开始 → 结束", "validation loss: start → end"),
             [f"{fmt_float(r.val_losses[0])} → {fmt_float(r.final_val_loss)}"
              for r in runs]),
@@ -510,6 +586,38 @@ def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
         f"{zh}的损失曲线：每一步的训练损失和每隔几步的验证损失，虚线是均匀瞎猜的 {logs}",
         f"Loss curves of {en}: training loss at every step, validation loss every few "
         f"steps, and {logs} (a uniform guess) dashed"))
+
+
+def validation_noise_table(runs: Sequence[TrainingRunResult]) -> Localized:
+    """Per run: the curve's last point and its noise, then the trained model on the
+    whole validation split and on as many training tokens (mean ± standard error),
+    and the last training steps' losses."""
+    _check_runs(runs)
+
+    def pm(mean: float, error: float) -> str:
+        return f"{fmt_float(mean, 3)} ± {fmt_float(error, 3)}"
+
+    rows = [
+        (label("验证曲线的最后一点", "last point of the validation curve"),
+         *[fmt_float(r.final_val_loss, 3) for r in runs]),
+        (label("一个点的噪声：不相交的各段之间的标准差", "noise of one point: standard "
+               "deviation between disjoint blocks"),
+         *[label(f"{fmt_float(r.block_spread, 3)}（每段 {fmt_int(r.block_tokens)} 个 "
+                 "token）", f"{fmt_float(r.block_spread, 3)} ({fmt_int(r.block_tokens)} "
+                 "tokens a block)") for r in runs]),
+        (label("训练好的模型，整个验证集（± 标准误）", "trained model, whole validation "
+               "split (± standard error)"),
+         *[f"{pm(r.held_out_loss, r.held_out_error)} ({len(r.val_block_losses)} × "
+           f"{fmt_int(r.block_tokens)})" for r in runs]),
+        (label("同一个模型，训练集上同样多的 token", "the same model, as many tokens of "
+               "the training split"),
+         *[pm(r.train_split_loss, r.train_split_error) for r in runs]),
+        (label("最后 5 步的训练损失（平均）", "training loss of the last 5 steps (mean)"),
+         *[fmt_float(sum(r.train_losses[-5:]) / 5, 3) for r in runs]),
+    ]
+    return table([label("损失（nat / token）", "loss (nats / token)"),
+                  *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
+                 align="l" + "l" * len(runs))
 
 
 def _stage(r: TrainingRunResult, s: Sample) -> Label:
@@ -609,21 +717,81 @@ def undecodable_line(r: TrainingRunResult) -> Label:
                  f"share of undecodable characters (`�`): {en}")
 
 
-def throughput_table(t: ThroughputTiming) -> Localized:
-    """Tokens/s per repetition, the median and the 6N FLOP/s it amounts to."""
+def throughput_table(t: ThroughputTiming, toy: UtilisationTiming | None = None
+                     ) -> Localized:
+    """Tokens/s per repetition, the median and the model FLOP/s it amounts to; the
+    forward and backward pass alone; with ``toy`` (the distributed lecture's
+    :class:`~llmlab.experiments.distributed.UtilisationTiming`), its measurement of
+    its own toy model beside ours."""
     check_type("t", t, ThroughputTiming)
+    if toy is not None:
+        check_type("toy", toy, UtilisationTiming)
     s = t.settings
+    flops = fmt_int(round(t.flops_per_token))
     rows = [
         (label("机器", "machine"), t.machine),
         (label("模型与批", "model and batch"),
-         f"d_model={s.d_model}, num_layers={s.num_layers}, {s.batch_size} × "
-         f"{s.context_length}"),
+         f"V={s.vocab_size}, d_model={s.d_model}, num_layers={s.num_layers}, "
+         f"d_ff={s.d_ff}, {s.batch_size} × {s.context_length}"),
         (label(f"每次重复（{t.steps} 步）的 token/s", f"tokens/s, each repetition "
                f"({t.steps} steps)"), ", ".join(fmt_int(round(x)) for x in t.tokens_per_s)),
         (label("中位数 token/s", "median tokens/s"), fmt_int(round(t.median_tokens_per_s))),
-        (label("折合 6·N FLOP/s", "as 6·N FLOP/s"), f"{t.flops_per_s:.2e}"),
+        (label("每个 token 的 FLOPs（6N + 12·L·d·T）", "FLOPs per token (6N + 12·L·d·T)"),
+         flops),
+        (label("整步训练：GFLOP/s", "whole training steps: GFLOP/s"),
+         fmt_float(t.flops_per_s / 1e9, 1)),
+        (label("只算前向加反向：GFLOP/s", "forward and backward alone: GFLOP/s"),
+         fmt_float(t.forward_backward_flops_per_s / 1e9, 1)),
     ]
+    if toy is not None:
+        c = toy.config
+        rows.append((label(
+            f"分布式一讲的玩具模型（V={c['vocab_size']}, d_ff={c['d_ff']}），"
+            "前向加反向：GFLOP/s",
+            f"the distributed lecture's toy model (V={c['vocab_size']}, "
+            f"d_ff={c['d_ff']}), forward and backward: GFLOP/s"),
+            fmt_float(toy.achieved_flops / 1e9, 1)))
     return table([label("训练吞吐量", "training throughput"), label("值", "value")], rows)
+
+
+def run_time_table(t: ThroughputTiming, runs: Sequence[TrainingRunResult],
+                   measured: Sequence[float | None]) -> Localized:
+    """Where a lecture run's time goes: each part's count times its measured time
+    (from ``t``), per run, beside the run's whole time as ``measured`` (the cache's
+    record of computing it, or None)."""
+    check_type("t", t, ThroughputTiming)
+    _check_runs(runs)
+    if len(measured) != len(runs):
+        raise ValueError(f"measured must hold one time per run ({len(runs)}), got "
+                         f"{len(measured)}")
+
+    def parts(r: TrainingRunResult) -> list[float]:
+        evals = len(r.val_losses) * r.eval_batches  # forward passes of the curve
+        blocks = len(r.val_block_losses) + len(r.train_block_losses)
+        eval_s = sorted(t.eval_batch_seconds)[len(t.eval_batch_seconds) // 2]
+        decode_s = sorted(t.decode_token_seconds)[len(t.decode_token_seconds) // 2]
+        return [
+            (r.train_chars + r.val_chars) / t.encode_chars_per_s,
+            r.settings.steps * t.step_seconds,
+            (evals + blocks * r.eval_batches) * eval_s,
+            len(r.samples) * r.sample_tokens * decode_s,
+        ]
+
+    names = [label("分词：整份语料编码一次", "tokenizing: the whole corpus, once"),
+             label("训练步", "training steps"),
+             label("验证：曲线上的点和最后的整段评估", "validation: the curve's points "
+                   "and the final blocks"),
+             label("采样：开始、中间、结束各一批", "sampling: a batch at start, "
+                   "middle and end")]
+    cols = [parts(r) for r in runs]
+    rows = [(name, *[fmt_float(c[i], 1) for c in cols]) for i, name in enumerate(names)]
+    rows.append((label("以上合计（估计）", "the above together (estimate)"),
+                 *[fmt_float(sum(c), 1) for c in cols]))
+    rows.append((label("实际计算这次训练的用时", "the run's recorded compute time"),
+                 *["—" if m is None else fmt_float(m, 1) for m in measured]))
+    return table([label("一次训练的用时（秒）", "a run's time (s)"),
+                  *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
+                 align="l" + "r" * len(runs))
 
 
 # --- (4) sampling --------------------------------------------------------------------
@@ -647,7 +815,10 @@ def continuations_markdown(r: SamplingResult) -> Localized:
     def make(lang: str) -> str:
         tabs = []
         for rule, continuation in zip(r.rules, r.texts):
-            body = f"{r.prompt}{printable(continuation).rstrip()}"
+            shown = printable(continuation).rstrip()
+            if not shown:  # only line breaks (greedy, here): draw them
+                shown = "⏎" * continuation.count("\n")
+            body = f"{r.prompt}{shown}"
             block = "\n".join("    " + line if line else "" for line in
                               f"````{{.text .llmlab-sample}}\n{body}\n````".split("\n"))
             tabs.append(f'=== "{text(RULE_NAMES[rule], lang)}"\n\n{block}')
