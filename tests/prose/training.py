@@ -6,6 +6,7 @@ from prose import Assert, Attr, Default
 
 TK = "llmlab.experiments.tokenization"
 TR = "llmlab.experiments.training"
+BM = "llmlab.experiments.base_models"
 
 # number as written in the prose -> the guards that keep it true
 GUARDS: dict[str, list[object]] = {
@@ -29,6 +30,16 @@ GUARDS: dict[str, list[object]] = {
             Assert("toy = time_cpu_utilisation()")],
     "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
     "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
+    # the base models: how they are sampled and the targets their quality meets
+    "16": [Default(f"{BM}:run_base_model", "num_samples", 16)],
+    "120": [Default(f"{BM}:run_base_model", "max_new_tokens", 120)],
+    "1.0": [Default(f"{BM}:run_base_model", "temperatures", (1.0, 0.8))],
+    "0.8": [Default(f"{BM}:run_base_model", "temperatures", (1.0, 0.8)),
+            Assert("warm = {q.temperature: q for q in english.samples}[0.8]"),
+            Assert("warm = {q.temperature: q for q in chinese.samples}[0.8]")],
+    "1.9": [Assert("assert english.held_out.nats_per_character <= 1.9")],
+    "90%": [Assert("warm.known_word_rate >= 0.9")],
+    "99%": [Assert("warm.known_character_rate >= 0.99")],
 }
 
 # numbers that are not results: number -> why
@@ -40,4 +51,6 @@ ALLOWED: dict[str, str] = {
     "64": "exercise: Llama 2 70B's query heads (published)",
     "128": "exercise: Llama 2 70B's d_head (published)",
     "0.9": "exercise: the momentum of torch.optim.SGD to match",
+    "1.88": "citation: nanoGPT's CPU character model (its README)",
+    "20": "the steps tests/test_pretrained.py reruns (RERUN_STEPS), a setting",
 }

@@ -28,6 +28,7 @@ from llmlab.checks import (
     check_strs,
     check_type,
 )
+from llmlab.experiments.base_models import BaseModelResult
 from llmlab.experiments.distributed import UtilisationTiming
 from llmlab.experiments.training import (
     AdamWCheckResult,
@@ -64,6 +65,10 @@ __all__ = [
     "CORPUS_NAMES",
     "RULE_NAMES",
     "adamw_table",
+    "base_curves_figure",
+    "base_models_table",
+    "base_quality_table",
+    "base_samples_markdown",
     "checkpoint_table",
     "clipping_table",
     "continuations_markdown",
@@ -119,13 +124,13 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but "\n"
 
 
 # a local composite (a list and each of its items), built from llmlab.checks
-def _check_runs(runs: object) -> None:
+def _check_runs(runs: object, name: str = "runs") -> None:
     """A non-empty list or tuple of :class:`TrainingRunResult`."""
-    check_type("runs", runs, (list, tuple), expected="a list of TrainingRunResult")
+    check_type(name, runs, (list, tuple), expected="a list of TrainingRunResult")
     if not runs:
-        raise ValueError(f"runs must hold at least one TrainingRunResult, got {runs!r}")
+        raise ValueError(f"{name} must hold at least one TrainingRunResult, got {runs!r}")
     for i, r in enumerate(runs):
-        check_type(f"runs[{i}]", r, TrainingRunResult)
+        check_type(f"{name}[{i}]", r, TrainingRunResult)
 
 
 # a local composite (each row's corpus, text, tokens and ids), built from llmlab.checks
@@ -951,3 +956,170 @@ def checkpoint_table(r: CheckpointResumeResult) -> Localized:
                label(f"与连续 {2 * n} 步逐位相同", f"bit-equal to {2 * n} straight steps"),
                label("权重的最大差", "largest weight difference")]
     return table(headers, rows)
+
+
+# --- the base models ------------------------------------------------------------------
+
+
+def _check_bases(results: object) -> None:
+    """A non-empty list or tuple of :class:`BaseModelResult`."""
+    check_type("results", results, (list, tuple), expected="a list of BaseModelResult")
+    if not results:
+        raise ValueError(f"results must hold at least one BaseModelResult, got {results!r}")
+    for i, r in enumerate(results):
+        check_type(f"results[{i}]", r, BaseModelResult)
+
+
+def base_models_table(results: Sequence[BaseModelResult]) -> Localized:
+    """One column per base model: its size, its training run, and how it was made
+    (all from its shipped files)."""
+    _check_bases(results)
+    cards = [r.card for r in results]
+    rows = [
+        (label("参数", "parameters"), *[fmt_int(r.n_parameters) for r in results]),
+        (label("层 × 宽度 × 头，上下文", "layers × width × heads, context"),
+         *[f"{c.config.num_layers} × {c.config.d_model} × {c.config.num_heads}, "
+           f"{c.config.context_length}" for c in cards]),
+        (label("分词器（词表）", "tokenizer (vocabulary)"),
+         *[f"BPE ({fmt_int(c.config.vocab_size)})" if c.tokenizer == "bpe"
+           else label("字节", "bytes") for c in cards]),
+        (label("训练 / 验证 token", "train / validation tokens"),
+         *[f"{fmt_int(c.training['train_tokens'])} / {fmt_int(c.training['val_tokens'])}"
+           for c in cards]),
+        (label("步数 × 批大小 × 上下文", "steps × batch × context"),
+         *[f"{fmt_int(c.steps)} × {c.training['batch_size']} × "
+           f"{c.config.context_length}" for c in cards]),
+        (label("见过的 token（遍数）", "tokens seen (epochs)"),
+         *[f"{fmt_int(c.tokens_seen)} ({fmt_float(c.epochs, 1)})" for c in cards]),
+        (label("验证损失：开始 → 结束（nat / token）",
+               "validation loss: start → end (nats / token)"),
+         *[f"{fmt_float(c.val_losses[0])} → {fmt_float(c.val_losses[-1])}" for c in cards]),
+        (label("训练用时，设备", "training time, device"),
+         *[label(f"{fmt_float(c.wall_seconds / 60, 1)} 分钟，{c.device}",
+                 f"{fmt_float(c.wall_seconds / 60, 1)} min, {c.device}") for c in cards]),
+        (label("torch，提交", "torch, commit"),
+         *[f"{c.torch}, `{c.commit[:10]}`" for c in cards]),
+        (label("发布的文件", "shipped files"),
+         *[f"{fmt_float(c.folder_bytes / 1e6, 2)} MB" for c in cards]),
+    ]
+    return table([label("基座模型", "base model"),
+                  *[CORPUS_NAMES[c.name] for c in cards]], rows,
+                 align="l" + "l" * len(cards))
+
+
+def base_quality_table(results: Sequence[BaseModelResult]) -> Localized:
+    """Held-out loss in three units and the sample measures, per base model.
+
+    The measure that says something for each corpus is shown for it: known words
+    for English; regular verse lines and known characters for Chinese.
+    """
+    _check_bases(results)
+    rows = []
+    for r in results:
+        h = r.held_out
+        name = CORPUS_NAMES[r.card.name]
+        rows.append((name, label("留出文本的损失", "held-out loss"),
+                     label(f"{fmt_float(h.nats_per_token)} ± "
+                           f"{fmt_float(h.standard_error)} nat / token",
+                           f"{fmt_float(h.nats_per_token)} ± "
+                           f"{fmt_float(h.standard_error)} nats / token"),
+                     label(f"{fmt_int(h.tokens)} 个 token", f"{fmt_int(h.tokens)} tokens")))
+        rows.append((name, label("同上，按字符", "the same, per character"),
+                     label(f"{fmt_float(h.nats_per_character)} nat / 字符",
+                           f"{fmt_float(h.nats_per_character)} nats / character"),
+                     label(f"{fmt_int(h.characters)} 个字符",
+                           f"{fmt_int(h.characters)} characters")))
+        rows.append((name, label("同上，按字节", "the same, per byte"),
+                     label(f"{fmt_float(h.bits_per_byte)} bit / 字节",
+                           f"{fmt_float(h.bits_per_byte)} bits / byte"),
+                     label(f"{fmt_int(h.bytes)} 个字节", f"{fmt_int(h.bytes)} bytes")))
+        for q in r.samples:
+            t = f"T = {q.temperature:g}"
+            if r.card.name == "shakespeare":
+                rows.append((name, label(f"采样中语料里有的词（{t}）",
+                                         f"sampled words found in the corpus ({t})"),
+                             fmt_pct(q.known_word_rate),
+                             label(f"{fmt_int(q.words)} 个词", f"{fmt_int(q.words)} words")))
+            else:
+                rows.append((name, label(f"采样中五言、七言整齐的句（{t}）",
+                                         f"sampled lines of regular verse ({t})"),
+                             fmt_pct(q.verse_rate),
+                             label(f"{fmt_int(q.lines)} 句", f"{fmt_int(q.lines)} lines")))
+                rows.append((name, label(f"采样中语料里有的字（{t}）",
+                                         f"sampled characters found in the corpus ({t})"),
+                             fmt_pct(q.known_character_rate, 1),
+                             label(f"{fmt_int(q.characters)} 个字",
+                                   f"{fmt_int(q.characters)} characters")))
+    return table([label("模型", "model"), label("指标", "measure"),
+                  label("数值", "value"), label("基于", "over")], rows, align="lllr")
+
+
+def base_curves_figure(results: Sequence[BaseModelResult],
+                       tiny: Sequence[TrainingRunResult]) -> Localized:
+    """Each base model's whole loss curve beside its corpus's tiny lecture run.
+
+    Losses are per character and the x-axis counts characters read, so that runs
+    whose tokenizers differ share a scale: a run's nats per token are divided by its
+    validation text's characters per token, its tokens seen multiplied by it.
+    """
+    _check_bases(results)
+    _check_runs(tiny, "tiny")
+    by_corpus = {r.corpus: r for r in tiny}
+    missing = [r.card.name for r in results if r.card.name not in by_corpus]
+    if missing:
+        raise ValueError(f"tiny must hold a run on each base model's corpus; it lacks "
+                         f"{', '.join(missing)}")
+
+    def make(lang: str) -> str:
+        def draw(fig: Any, ax: Any) -> None:
+            for i, r in enumerate(results):
+                c, small = r.card, by_corpus[r.card.name]
+                colour, name = f"C{i}", text(CORPUS_NAMES[c.name], lang)
+                per = 1 / r.held_out.tokens_per_character  # characters per token
+                tokens = c.training["batch_size"] * c.config.context_length
+                ax.plot([i * tokens * per for i in c.iterations],
+                        [x / per for x in c.losses], color=colour, linewidth=0.8,
+                        alpha=0.35)
+                ax.plot([i * tokens * per for i in c.val_iterations],
+                        [x / per for x in c.val_losses], color=colour, marker="o",
+                        markersize=3, linewidth=1.6, label=text(label(
+                            f"{name}：基座模型（验证；淡线为训练）",
+                            f"{name}: base model (validation; faint: training)"), lang))
+                spt = small.settings.batch_size * small.settings.context_length
+                cpt = small.chars_per_token
+                read = [(i * spt * cpt, x / cpt) for i, x in
+                        zip(small.val_iterations, small.val_losses) if i > 0]  # log axis
+                ax.plot([x for x, _ in read], [y for _, y in read], color=colour, marker="s",
+                        markersize=3, linewidth=1.2, linestyle="--", label=text(label(
+                            f"{name}：上面的小模型（验证）",
+                            f"{name}: the tiny run above (validation)"), lang))
+            ax.set_xscale("log")
+            ax.set_xlabel(text(label("读过的字符（对数刻度）", "characters read (log scale)"),
+                               lang))
+            ax.set_ylabel(text(label("交叉熵（nat / 字符）",
+                                     "cross-entropy (nats / character)"), lang))
+            ax.grid(True, alpha=0.3)
+            ax.legend(frameon=False, fontsize=7.5, loc="center left",
+                      bbox_to_anchor=(0.0, 0.47))
+
+        return _draw(lang, 6.4, 3.8, draw)
+
+    return figure(make, data=[[(r.card.losses, r.card.val_losses) for r in results],
+                              [r.val_losses for r in tiny]], alt=label(
+        "两个基座模型的整条损失曲线（每字符的交叉熵，横轴为读过的字符，对数刻度），"
+        "旁边是上面小模型的验证损失",
+        "The two base models' whole loss curves (cross-entropy per character against "
+        "characters read, log scale), beside the tiny runs' validation loss"))
+
+
+def base_samples_markdown(r: BaseModelResult, count: int = 3,
+                          temperature: float | None = None) -> Localized:
+    """The first ``count`` samples at ``temperature`` (default: the last one sampled)."""
+    check_type("r", r, BaseModelResult)
+    check_int("count", count, maximum=len(r.samples[0].texts))
+    temps = [q.temperature for q in r.samples]
+    chosen = r.samples[-1] if temperature is None else r.samples[
+        temps.index(check_choice("temperature", temperature, temps))]
+    blocks = "\n".join(f"````{{.text .llmlab-sample}}\n{printable(t).strip()}\n````"
+                       for t in chosen.texts[:count])
+    return Localized(lambda lang: blocks + "\n")
