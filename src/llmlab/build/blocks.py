@@ -62,6 +62,8 @@ class Blocks:
         html: Formatter key -> HTML, kept across builds by the caller.
         hashes: ``(source, code)`` -> the code's snippet hash, kept across builds.
         page: The page being rendered (``zh/...``), set by the caller.
+        stamp: :func:`llmlab.build.cache.package_stamp`, taken by the first block
+            of the build whose snippet hash is not kept.
         records: One record per block rendered, for the build report.
         runs: Page -> the experiments its blocks called, as ``[name, key]``.
         ahead: Keys of blocks run ahead for a language whose page is still to come.
@@ -76,6 +78,7 @@ class Blocks:
     html: dict[str, Any]
     hashes: dict[tuple[str, str], str]
     page: str = ""
+    stamp: tuple | None = None
     records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     runs: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
     ahead: set[str] = dataclasses.field(default_factory=set)
@@ -88,7 +91,9 @@ def block_key(build: Blocks, code: str, block_id: str) -> str:
     ids the machine and commit too, and for ``ALWAYS_RUN`` ids the precompute run."""
     # the llmlab source a block can reach, hashed once per version of the source
     if (build.source, code) not in build.hashes:
-        build.hashes[build.source, code] = cache.snippet_hash(code)
+        if build.stamp is None:  # the source, read once per build
+            build.stamp = cache.package_stamp()
+        build.hashes[build.source, code] = cache.snippet_hash(code, build.stamp)
     parts = [code, block_id, os.environ["LLMLAB_LANG"], build.hashes[build.source, code],
              build.versions]
     if block_id.startswith("machine-dependent"):  # timings, provenance: this machine

@@ -62,6 +62,7 @@ __all__ = [
     "part_results",
     "dependency_files",
     "package_data",
+    "package_stamp",
     "disk_cache_enabled",
     "load_stored",
     "machine_fingerprint",
@@ -167,7 +168,7 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
 _DEPENDENCIES: dict[str, tuple[tuple, list[Path]]] = {}  # module -> (package stamp, files)
 
 
-def _package_stamp() -> tuple:
+def package_stamp() -> tuple:
     """Path, size and modification time of every ``.py`` file of ``llmlab``.
 
     Taken for every key a build computes: ``os.walk`` and ``os.stat`` take half
@@ -191,9 +192,10 @@ def dependency_files(module: str) -> list[Path]:
     return _files_of([module])
 
 
-def _files_of(modules: Iterable[str]) -> list[Path]:
-    """:func:`dependency_files` of several modules together (the package read once)."""
-    stamp = _package_stamp()
+def _files_of(modules: Iterable[str], stamp: tuple | None = None) -> list[Path]:
+    """:func:`dependency_files` of several modules together (the package read once;
+    ``stamp``: its :func:`package_stamp`, if the caller has taken it)."""
+    stamp = package_stamp() if stamp is None else stamp
     files: set[Path] = set()
     for module in modules:
         kept = _DEPENDENCIES.get(module)
@@ -294,12 +296,14 @@ def code_hash(module: str) -> str:
     return _digest_files(files)
 
 
-def snippet_hash(code: str) -> str:
+def snippet_hash(code: str, stamp: tuple | None = None) -> str:
     """SHA-256 over the ``llmlab`` source that the Python ``code`` can run.
 
     The files of every ``llmlab`` module ``code`` imports, transitively. Where
     the imports cannot be read from the text (a syntax error, ``importlib``,
-    ``__import__``), the whole package counts.
+    ``__import__``), the whole package counts. ``stamp``: the package's
+    :func:`package_stamp`, taken once by a caller that hashes many snippets of one
+    version of the source (a build).
     """
     try:
         tree = ast.parse(code)
@@ -307,7 +311,7 @@ def snippet_hash(code: str) -> str:
         return source_hash()
     if "import_module" in code or "__import__" in code:
         return source_hash()
-    return _digest_files(_files_of(_llmlab_imports(tree, "")))
+    return _digest_files(_files_of(_llmlab_imports(tree, ""), stamp))
 
 
 def machine_fingerprint() -> list[str]:

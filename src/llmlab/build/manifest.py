@@ -9,6 +9,7 @@ second time.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import itertools
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from llmlab.build import cache
 from llmlab.build.notebooks import notebooks
 from llmlab.report import LANGUAGES
 
@@ -193,9 +195,10 @@ def find_calls(docs: str | Path, examples: str | Path | None = None,
             rel = f"examples/{path.name}"
             if page is None or rel == page:
                 sources.append((rel, 1, path.read_text(encoding="utf-8")))
+    stamp = cache.package_stamp()  # what the calls are read against
     for rel, line, code in sources:
         try:
-            found = experiment_calls(code, rel, line)
+            found = _experiment_calls(code, rel, line, stamp)
         except SyntaxError:
             continue  # a block that cannot run fails the build where it runs, with its error
         for call in found:
@@ -204,6 +207,14 @@ def find_calls(docs: str | Path, examples: str | Path | None = None,
                 seen.add(key)
                 calls.append(call)
     return calls
+
+
+@functools.lru_cache(maxsize=4096)
+def _experiment_calls(code: str, page: str, line: int, stamp: tuple) -> list[Call]:
+    """:func:`experiment_calls`, kept while the package's sources (``stamp``) hold:
+    a build reads every block once for precompute's stamp, then once per page
+    for its computation table."""
+    return experiment_calls(code, page, line)
 
 
 # --------------------------------------------------------------------------
