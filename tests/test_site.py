@@ -750,7 +750,8 @@ def test_warm_build_runs_only_the_computation_reports(built_site, tmp_path: Path
     assert warm["precompute"] == cold["precompute"]  # the same report: nothing recomputed
     executed = [b for b in warm["blocks"] if b["source"] == "executed"]
     assert executed and all(b["id"].startswith("machine-dependent-compute-") for b in executed)
-    assert warm["experiments"] == [] or {e["source"] for e in warm["experiments"]} == {"disk"}
+    # the reports may read stored results (from disk, then kept in memory), never compute
+    assert {e["source"] for e in warm["experiments"]} <= {"disk", "memory"}
 
     def outputs(report: dict) -> dict[tuple[str, str, str], str]:
         return {(b["page"], b["language"], b["key"]): b["output"] for b in report["blocks"]
