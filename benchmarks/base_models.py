@@ -10,8 +10,8 @@ for the lecture's tiny run (``run_training_run``'s final weights):
 * the held-out loss on the start of the model's validation split (20,000
   characters): nats per token with its standard error, nats per character, bits
   per byte (comparable across tokenizers);
-* at temperatures 1.0 and 0.8 (``llmlab-generate``'s default), 8 samples of 256
-  tokens from one seed: the share of words that occur in the corpus (English),
+* at temperatures 1.0 and 0.8 (``llmlab-generate``'s default), 16 samples of 120
+  tokens from one seed (``run_base_model``'s, for both models): the share of words that occur in the corpus (English),
   of lines that are regular five- or seven-character verse and of characters that
   occur in the corpus (Chinese);
 * the seconds each measurement took (loading and sampling: what the build pays).
@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         model, tokenizer, text = _tiny(name)
         held = held_out_loss(model, tokenizer, text)
-        samples = [sample_quality(model, tokenizer, name, temperature=t, seed=0)
+        first = base.samples[0]  # the tiny run is sampled as the base model is
+        samples = [sample_quality(model, tokenizer, name, num_samples=len(first.texts),
+                                  max_new_tokens=first.max_new_tokens, temperature=t, seed=0)
                    for t in TEMPERATURES]
         print(_row("tiny", held, samples, time.perf_counter() - start)
               + "  (includes training it)")
