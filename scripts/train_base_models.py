@@ -68,19 +68,14 @@ def _commit() -> str:
 
 
 def _device_name(device: str) -> str:
+    """The device, and the processor as the training lecture's timings name it."""
     import torch
+
+    from llmlab.experiments.training import machine_description
 
     if device == "cuda":
         return f"cuda ({torch.cuda.get_device_name()})"
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu ({cpu}, {os.cpu_count()} cores)"
+    return f"cpu ({machine_description()}, {os.cpu_count()} cores)"
 
 
 def train_base_model(name: str, device: str, work: Path) -> Path:

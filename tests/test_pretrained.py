@@ -43,7 +43,7 @@ def test_a_base_model_is_small_and_says_how_it_was_made(name):
         pretrained.CHECKPOINT, pretrained.CONFIG, pretrained.METRICS, pretrained.TOKENIZER}
     assert card.command[0] == "llmlab-train" and "--data" in card.command
     assert len(card.commit) >= 40 and not card.commit.endswith("+changes")
-    assert card.torch and card.wall_seconds > 0
+    assert card.torch and isinstance(card.wall_seconds, float)  # recorded, shown
     # the whole loss curve: one training loss per step, validation as recorded
     assert card.iterations == list(range(1, card.steps + 1))
     assert len(card.losses) == card.steps and card.val_iterations[-1] == card.steps
@@ -124,3 +124,9 @@ def test_the_base_models_meet_their_quality_targets():
     assert chinese.samples[0].known_character_rate >= 0.99
     # each measure rests on enough text to mean something
     assert english.samples[0].words >= 500 and chinese.samples[0].lines >= 100
+    # the page's table of how they were made: the recorded device in each language
+    from llmlab.report.training import base_models_table
+
+    table = base_models_table([english, chinese])
+    zh, en = table.render("zh"), table.render("en")
+    assert english.card.device in en and " cores" not in zh and "核" in zh

@@ -124,13 +124,15 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but "\n"
 
 
 # a local composite (a list and each of its items), built from llmlab.checks
-def _check_runs(runs: object, name: str = "runs") -> None:
-    """A non-empty list or tuple of :class:`TrainingRunResult`."""
-    check_type(name, runs, (list, tuple), expected="a list of TrainingRunResult")
-    if not runs:
-        raise ValueError(f"{name} must hold at least one TrainingRunResult, got {runs!r}")
-    for i, r in enumerate(runs):
-        check_type(f"{name}[{i}]", r, TrainingRunResult)
+def _check_results(name: str, value: object, kind: type) -> None:
+    """A non-empty list or tuple of ``kind`` results."""
+    expected = kind.__name__
+    check_type(name, value, (list, tuple), expected=f"a list of {expected}")
+    if not value:
+        raise ValueError(f"{name} must hold at least one {expected}, got {value!r}")
+    for i, r in enumerate(value):
+        check_type(f"{name}[{i}]", r, kind)
+
 
 
 # a local composite (each row's corpus, text, tokens and ids), built from llmlab.checks
@@ -351,7 +353,7 @@ def _run_names(runs: Sequence[TrainingRunResult]) -> tuple[str, str]:
 
 def grad_norm_figure(runs: Sequence[TrainingRunResult]) -> Localized:
     """Each run's gradient norm before clipping, per step, and the threshold."""
-    _check_runs(runs)
+    _check_results("runs", runs, TrainingRunResult)
     clip = runs[0].settings.max_grad_norm
 
     def make(lang: str) -> str:
@@ -480,7 +482,7 @@ def run_settings_table(runs: Sequence[TrainingRunResult]) -> Localized:
 
     The model's shape is :func:`model_line` (the same for every run of the lecture).
     """
-    _check_runs(runs)
+    _check_results("runs", runs, TrainingRunResult)
     def row(name: Label, values: list[Any]) -> tuple:
         return (name, *values)
 
@@ -559,7 +561,7 @@ def model_line(r: TrainingRunResult) -> Label:
 
 def loss_curves_figure(runs: Sequence[TrainingRunResult]) -> Localized:
     """Training loss per step and validation loss, per run, with ``ln V`` dashed."""
-    _check_runs(runs)
+    _check_results("runs", runs, TrainingRunResult)
     vocab_sizes = sorted({r.settings.vocab_size for r in runs})
 
     def make(lang: str) -> str:
@@ -597,7 +599,7 @@ def validation_noise_table(runs: Sequence[TrainingRunResult]) -> Localized:
     """Per run: the curve's last point and its noise, then the trained model on the
     whole validation split and on as many training tokens (mean ± standard error),
     and the last training steps' losses."""
-    _check_runs(runs)
+    _check_results("runs", runs, TrainingRunResult)
 
     def pm(mean: float, error: float) -> str:
         return f"{fmt_float(mean, 3)} ± {fmt_float(error, 3)}"
@@ -765,7 +767,7 @@ def run_time_table(t: ThroughputTiming, runs: Sequence[TrainingRunResult],
     (from ``t``), per run, beside the run's whole time as ``measured`` (the cache's
     record of computing it, or None)."""
     check_type("t", t, ThroughputTiming)
-    _check_runs(runs)
+    _check_results("runs", runs, TrainingRunResult)
     if len(measured) != len(runs):
         raise ValueError(f"measured must hold one time per run ({len(runs)}), got "
                          f"{len(measured)}")
@@ -961,19 +963,22 @@ def checkpoint_table(r: CheckpointResumeResult) -> Localized:
 # --- the base models ------------------------------------------------------------------
 
 
-def _check_bases(results: object) -> None:
-    """A non-empty list or tuple of :class:`BaseModelResult`."""
-    check_type("results", results, (list, tuple), expected="a list of BaseModelResult")
-    if not results:
-        raise ValueError(f"results must hold at least one BaseModelResult, got {results!r}")
-    for i, r in enumerate(results):
-        check_type(f"results[{i}]", r, BaseModelResult)
+_DEVICE_WORDS = ((r"(\d+) cores?\b", r"\1 核"), (r"(\d+) threads?\b", r"\1 线程"))
+
+
+def _device_zh(device: str) -> str:
+    """Where a base model trained, as its provenance says it in English
+    (``"cpu (AMD EPYC, 2 cores)"``), with the counts' words and the punctuation in
+    Chinese (``"cpu（AMD EPYC，2 核）"``)."""
+    for pattern, words in _DEVICE_WORDS:
+        device = re.sub(pattern, words, device)
+    return device.replace(", ", "，").replace(" (", "（").replace(")", "）")
 
 
 def base_models_table(results: Sequence[BaseModelResult]) -> Localized:
     """One column per base model: its size, its training run, and how it was made
     (all from its shipped files)."""
-    _check_bases(results)
+    _check_results("results", results, BaseModelResult)
     cards = [r.card for r in results]
     rows = [
         (label("参数", "parameters"), *[fmt_int(r.n_parameters) for r in results]),
@@ -995,10 +1000,11 @@ def base_models_table(results: Sequence[BaseModelResult]) -> Localized:
                "validation loss: start → end (nats / token)"),
          *[f"{fmt_float(c.val_losses[0])} → {fmt_float(c.val_losses[-1])}" for c in cards]),
         (label("训练用时，设备", "training time, device"),
-         *[label(f"{fmt_float(c.wall_seconds / 60, 1)} 分钟，{c.device}",
+         *[label(f"{fmt_float(c.wall_seconds / 60, 1)} 分钟，{_device_zh(c.device)}",
                  f"{fmt_float(c.wall_seconds / 60, 1)} min, {c.device}") for c in cards]),
         (label("torch，提交", "torch, commit"),
-         *[f"{c.torch}, `{c.commit[:10]}`" for c in cards]),
+         *[label(f"{c.torch}，`{c.commit[:10]}`", f"{c.torch}, `{c.commit[:10]}`")
+           for c in cards]),
         (label("发布的文件", "shipped files"),
          *[f"{fmt_float(c.folder_bytes / 1e6, 2)} MB" for c in cards]),
     ]
@@ -1013,7 +1019,7 @@ def base_quality_table(results: Sequence[BaseModelResult]) -> Localized:
     The measure that says something for each corpus is shown for it: known words
     for English; regular verse lines and known characters for Chinese.
     """
-    _check_bases(results)
+    _check_results("results", results, BaseModelResult)
     rows = []
     for r in results:
         h = r.held_out
@@ -1062,8 +1068,8 @@ def base_curves_figure(results: Sequence[BaseModelResult],
     whose tokenizers differ share a scale: a run's nats per token are divided by its
     validation text's characters per token, its tokens seen multiplied by it.
     """
-    _check_bases(results)
-    _check_runs(tiny, "tiny")
+    _check_results("results", results, BaseModelResult)
+    _check_results("tiny", tiny, TrainingRunResult)
     by_corpus = {r.corpus: r for r in tiny}
     missing = [r.card.name for r in results if r.card.name not in by_corpus]
     if missing:
