@@ -105,6 +105,22 @@ def test_a_machine_dependent_key_names_the_machine(monkeypatch: pytest.MonkeyPat
     assert cache.cache_key(timing, 1) != timed
 
 
+@pytest.mark.parametrize("processes", [0, -1, 1.5, True, "ranks"])
+def test_processes_must_be_a_count_or_an_argument_name(processes: object) -> None:
+    with pytest.raises(ValueError, match=r"processes must .*got"):
+        cache.cached(processes=processes)(timing.uncached)
+
+
+def test_a_job_keeps_as_many_processes_busy_as_its_argument_says() -> None:
+    from llmlab.build import manifest, scheduler
+
+    [call] = manifest.experiment_calls(
+        "from llmlab.experiments.distributed import time_ddp_communication\n"
+        "time_ddp_communication(world_size=3, batch_size=6)\n", "lectures/x.md")
+    [job] = scheduler.plan_jobs(call)
+    assert job["machine"] and job["processes"] == 3
+
+
 def test_a_wait_ends_when_precompute_has_exited(monkeypatch: pytest.MonkeyPatch) -> None:
     """A page waiting for a result that precompute never stored fails once
     precompute has exited, though nothing has reaped it yet (it once waited

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -180,30 +181,34 @@ def _run(tree: Path, cache: Path, docs: Path, examples: Path) -> subprocess.Comp
         env=env, capture_output=True, text=True, timeout=300, cwd=tree)
 
 
-def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> None:
-    """A timing runs with nothing beside it, after the parts it reads (a trained
-    model, a tokenizer), the cost-free jobs and the jobs of the pages up to the
-    first timing's (MkDocs renders those while the timings run); timings go page
-    by page; a parent starts once its own parts are stored, without waiting for
-    every other experiment."""
+def test_timings_get_cores_of_their_own_and_parents_start_as_soon_as_their_parts_are_stored(
+) -> None:
+    """A timing runs only where each of its processes has a core: beside it, the
+    processes busy never exceed the workers; one that needs every core runs alone;
+    an ordinary job uses the core a one-process timing leaves free. Timings come
+    after the parts they read; jobs go page by page; a parent starts once its own
+    parts are stored, without waiting for every other experiment."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     def job(name: str, page: str, machine: bool = False, parent: bool = False,
-            cost: float = 0.0):
+            cost: float = 0.0, processes: int = 1):
         return {"name": name, "key": name, "machine": machine, "parent": parent,
-                "cost": cost, "rank": scheduler.render_rank(page)}
+                "cost": cost, "rank": scheduler.render_rank(page), "processes": processes}
 
     jobs = [job("tokenizer", "b.md", cost=0.5), job("timed", "b.md", machine=True),
             job("timed_with_parts", "a.md", machine=True, parent=True),
             job("early", "a.md", cost=2.0), job("run", "c.md"),
             job("trained", "c.md", parent=True, cost=6.0), job("slow", "c.md", cost=9.0),
             job("cheap", "c.md"), job("costly_part", "c.md", cost=5.0),
-            job("free_parent", "c.md", parent=True)]
+            job("free_parent", "c.md", parent=True),
+            job("timed_ranks", "b.md", machine=True, processes=2),
+            job("launch", "a.md", cost=3.0, processes=2)]
     planned = [[jobs[0], jobs[2]], [jobs[1]], [jobs[3]], [jobs[4], jobs[5]], [jobs[6]],
-               [jobs[7]], [jobs[8], jobs[9]]]
+               [jobs[7]], [jobs[8], jobs[9]], [jobs[10]], [jobs[11]]]
     deps = scheduler.dependencies(planned)
     assert deps["timed_with_parts"] == {"tokenizer"} and deps["trained"] == {"run"}
+    by_name = {j["name"]: j for j in jobs}
     events, lock, running = [], threading.Lock(), set()
     release_slow = threading.Event()
 
@@ -215,6 +220,7 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
             release_slow.wait(5)
         if j["name"] == "trained":
             release_slow.set()
+        time.sleep(0.01)  # long enough for the scheduler to start what fits beside
         with lock:
             running.discard(j["name"])
             events.append(("end", j["name"], frozenset(running)))
@@ -224,9 +230,20 @@ def test_timings_run_alone_and_parents_as_soon_as_their_parts_are_stored() -> No
     assert sorted(d["name"] for d in done) == sorted(j["name"] for j in jobs)
     starts = [(name, beside) for kind, name, beside in events if kind == "start"]
     order = [name for name, _ in starts]
-    assert set(order[:4]) == {"tokenizer", "early", "run", "cheap"}  # not costly_part
-    assert order[4:6] == ["timed_with_parts", "timed"]  # page a's timing first
-    assert all(not beside for name, beside in starts if name.startswith("timed"))
+    for name, beside in starts:
+        if by_name[name]["machine"] or any(by_name[b]["machine"] for b in beside):
+            busy = by_name[name]["processes"] + sum(by_name[b]["processes"] for b in beside)
+            assert busy <= 2 or not beside, (name, beside)  # a core per timing process
+    assert not dict(starts)["timed_ranks"]  # it needs both cores: alone
+    assert order.index("timed_with_parts") > order.index("tokenizer")
+    beside_timings = {b for name, beside in starts for b in beside
+                      if by_name[name]["machine"]}
+    beside_timings |= {name for name, beside in starts
+                       if any(by_name[b]["machine"] for b in beside)}
+    assert beside_timings - {j["name"] for j in jobs if j["machine"]}  # a core not left idle
+    costly = [n for n in order if by_name[n]["cost"] > 0]
+    assert order.index("cheap") < order.index(costly[0])  # cost-free jobs first
+    assert costly.index("early") < costly.index("slow")  # then page by page
     assert order.index("trained") > order.index("run")
     beside_trained = dict(starts)["trained"]
     assert "slow" in beside_trained  # it did not wait for the slowest experiment

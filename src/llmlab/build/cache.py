@@ -523,6 +523,7 @@ def cached(
     parts: Callable[..., list] | None = None,
     cost: float = 0.0,
     machine_dependent: bool = False,
+    processes: int | str = 1,
 ) -> F:
     """Decorate an experiment so that its results are content-addressed.
 
@@ -541,11 +542,23 @@ def cached(
         cost: Rough seconds one call takes on one core: a scheduling hint (the
             costliest calls start first, so that no long one runs alone at the end).
         machine_dependent: The result describes the machine (a timing): the key
-            includes :func:`machine_fingerprint`, and a build computes it alone.
+            includes :func:`machine_fingerprint`, and a build runs it only where
+            each of its processes has a core of its own
+            (:func:`llmlab.build.scheduler.run_jobs`).
+        processes: How many processes one call keeps busy: a number, or the name of
+            the argument that says it (``"world_size"``). A scheduling fact, like ``cost``.
     """
     if fn is None:
         return functools.partial(  # type: ignore[return-value]
-            cached, parts=parts, cost=cost, machine_dependent=machine_dependent)
+            cached, parts=parts, cost=cost, machine_dependent=machine_dependent,
+            processes=processes)
+    if isinstance(processes, str):
+        if processes not in inspect.signature(fn).parameters:
+            raise ValueError(f"processes must name an argument of {fn.__qualname__}, "
+                             f"got {processes!r}")
+    elif isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be a positive int or an argument's name, "
+                         f"got {processes!r}")
 
     name = f"{fn.__module__}.{fn.__qualname__}"
 
@@ -586,6 +599,7 @@ def cached(
     wrapper.parts = parts  # type: ignore[attr-defined]
     wrapper.cost = cost  # type: ignore[attr-defined]
     wrapper.machine_dependent = machine_dependent  # type: ignore[attr-defined]
+    wrapper.processes = processes  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

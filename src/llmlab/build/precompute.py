@@ -10,7 +10,8 @@ they call (:func:`find_calls`: the pages are the manifest, nothing lists them a
 second time). This program computes every missing result into the
 content-addressed cache (``llmlab.build.cache``, folder ``LLMLAB_CACHE_DIR``, default
 ``.cache/llmlab`` in the checkout) in worker processes, costliest first, each split experiment's
-parts side by side (timings alone: see :func:`run_jobs`). Among those jobs it
+parts side by side (timings each on cores of their own: see
+:func:`llmlab.build.scheduler.run_jobs`). Among those jobs it
 executes every notebook in ``examples/`` (the jupytext files; plain scripts such
 as ``train_ddp.py`` are left alone) once, in IPython, in a fresh process each,
 as soon as what it calls is stored. Then it writes, per

@@ -2,7 +2,8 @@
 
 Each call is planned into jobs (its cached parts first, :func:`llmlab.build.cache.plan`);
 :func:`run_jobs` runs them costliest first, each part side by side, each parent as
-soon as its parts are stored, timings alone (:func:`compute_experiments`).
+soon as its parts are stored, timings where each of their processes has a core
+of its own (:func:`compute_experiments`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from llmlab.build import cache
 from llmlab.build.manifest import Call, import_experiment
 from llmlab.build.notebooks import notebook_key, notebooks, process_context, run_notebook
+from llmlab.report import load_fonts
 
 __all__ = ["NOTEBOOK_COST", "compute_experiments", "dependencies", "notebook_jobs", "plan_jobs", "render_rank", "run_jobs"]
 
@@ -29,7 +31,9 @@ def plan_jobs(call: Call) -> list[dict[str, Any]]:
             raise ValueError(f"{call.text} (page {call.page}) is not a @cached experiment")
         jobs.append({"module": fn.__module__, "name": fn.__name__, "kwargs": kwargs,
                      "key": cache.cache_key(fn, **kwargs), "cost": fn.cost,
-                     "machine": fn.machine_dependent, "parent": fn.parts is not None})
+                     "machine": fn.machine_dependent, "parent": fn.parts is not None,
+                     "processes": (kwargs[fn.processes] if isinstance(fn.processes, str)
+                                   else fn.processes)})
     return jobs
 
 
@@ -91,65 +95,72 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
     """Run ``jobs`` side by side in ``pool(workers)``, each once what it reads is done;
     ``on_done(job)`` (its ``seconds`` added) as each one ends.
 
-    Timings (``machine``) run alone, each with no other job beside it: first the
-    parts they read, the cost-free jobs and those of the pages up to the first
-    timing's, then every timing (page by page), then everything else as soon as
-    its own parts are stored (no stage waits for a whole other stage). Among the jobs
-    ready to start, cost-free ones go first, then by ``rank`` (the first page
-    that shows it, :func:`render_rank`), then the ones heading the longest chain
-    of estimated ``cost`` (:func:`_longest_paths`).
+    At most ``workers`` jobs run at once. A timing (``machine``) runs in a fresh
+    process of its own (``pool(1)``), and only where each process it keeps busy
+    (``processes``, 1 unless a job says more) has a core to itself: it starts when the
+    processes busy beside it leave enough of the ``workers`` cores (or nothing runs, if
+    it needs more), and while it runs no job starts that would take its cores. A
+    timing that is ready but waits for cores holds them: no job behind it starts
+    unless it fits beside it too.
+
+    Among the jobs ready to start, cost-free ones go first, then by ``rank`` (the
+    first page that shows it, :func:`render_rank`: MkDocs renders page by page and
+    waits at the first result missing), then the ones heading the longest chain of
+    estimated ``cost`` (:func:`_longest_paths`), so that none is left to run alone
+    at the end.
     """
     todo = {j["key"]: j for j in jobs}
     deps = {k: deps.get(k, set()) & todo.keys() for k in todo}
     paths = _longest_paths(todo, deps)
-    # cheap ones first, then page by page in the order MkDocs renders them (it
-    # waits at the first block whose result is missing), the longest chains
-    # first within a page (none left to run alone at the end)
     priority = {k: (paths[k] > 0, todo[k].get("rank", 0), -paths[k]) for k in todo}
-    timings = sorted((j for j in jobs if j["machine"]), key=lambda j: j.get("rank", 0))
-    # before the timings, besides what they read: the cost-free jobs and those of
-    # the pages up to the first timing's, so that MkDocs renders those pages on
-    # the core that a timing leaves free
-    stack = [k for j in timings for k in deps[j["key"]]]
-    stack += [j["key"] for j in jobs if not j["machine"] and (
-        (j["cost"] == 0 and not deps[j["key"]])  # a parent of costly parts is not free
-        or (timings and j.get("rank", 0) <= timings[0].get("rank", 0)))]
-    first: set[str] = set()
-    while stack:  # those, and what they read
-        key = stack.pop()
-        if key not in first and not todo[key]["machine"]:
-            first.add(key)
-            stack.extend(deps[key])
+    workers = max(1, workers)
     done: list[dict[str, Any]] = []
     finished: set[str] = set()
+    pending = set(todo)
+    running: dict[Any, tuple[dict[str, Any], Any]] = {}  # future: (job, its own pool)
 
-    def record(job: dict[str, Any], seconds: float | None) -> None:
-        done.append({**job, "seconds": seconds})
-        finished.add(job["key"])
-        if on_done is not None:
-            on_done(done[-1])
+    def busy() -> int:
+        return sum(job.get("processes", 1) for job, _ in running.values())
 
-    def side_by_side(keys: set[str]) -> None:
-        pending = set(keys)
-        with pool(max(1, workers)) as executor:
-            running: dict[Any, dict[str, Any]] = {}
+    def fits(job: dict[str, Any], held: int) -> bool:
+        if len(running) >= workers:
+            return False
+        timing_beside = any(j["machine"] for j, _ in running.values())
+        if job["machine"]:
+            return not running or busy() + job.get("processes", 1) <= workers
+        return (not (timing_beside or held)
+                or busy() + job.get("processes", 1) + held <= workers)
+
+    with pool(workers) as shared:
+        try:
             while pending or running:
                 ready = sorted((todo[k] for k in pending if deps[k] <= finished),
                                key=lambda j: priority[j["key"]])
-                for job in ready[:max(1, workers) - len(running)]:
+                held = 0  # cores a waiting timing holds
+                for job in ready:
+                    if not fits(job, held):
+                        if job["machine"] and not held:
+                            held = min(job.get("processes", 1), workers)
+                        continue
                     pending.discard(job["key"])
-                    running[executor.submit(compute, job)] = job
+                    own = pool(1) if job["machine"] else None  # a fresh process
+                    executor = shared if own is None else own.__enter__()
+                    running[executor.submit(compute, job)] = (job, own)
                 if not running:
                     raise RuntimeError(f"jobs wait on each other: {sorted(pending)}")
                 finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished_now:
-                    record(running.pop(future), future.result()[1])
-
-    side_by_side(first)
-    for job in timings:  # alone: nothing else runs beside a timing
-        with pool(1) as executor:
-            record(job, executor.submit(compute, job).result()[1])
-    side_by_side(set(todo) - first - {j["key"] for j in timings})
+                    job, own = running.pop(future)
+                    if own is not None:
+                        own.__exit__(None, None, None)
+                    done.append({**job, "seconds": future.result()[1]})
+                    finished.add(job["key"])
+                    if on_done is not None:
+                        on_done(done[-1])
+        finally:  # on an error, the timings' own processes end too
+            for _, own in running.values():
+                if own is not None:
+                    own.__exit__(None, None, None)
     return done
 
 
@@ -228,6 +239,7 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
         import matplotlib
 
         matplotlib.use("Agg")
+        load_fonts()  # once, here: each notebook's process starts with the fonts loaded
         (folder / "notebooks").mkdir(parents=True, exist_ok=True)
     if on_start is not None:
         on_start(list(todo.values()))

@@ -279,7 +279,7 @@ def _jacobian_norm(p: Tensor) -> Tensor:
     return jac.flatten(-2).norm(dim=-1)  # (N,)
 
 
-@cached
+@cached(cost=0.8)
 def run_scaling_table(
     d_ks: tuple[int, ...] = (4, 16, 64, 256, 1024),
     num_keys: int = 16,
@@ -530,7 +530,7 @@ class TimingResult:
     machine: str
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, cost=0.8)
 def time_attention_variants(
     batch: int = 2,
     seq_len: int = 64,

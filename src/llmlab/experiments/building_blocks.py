@@ -476,7 +476,7 @@ def _median_seconds(fn, arg, min_run_time: float) -> float:
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, cost=2.3)
 def run_flops_vs_runtime(
     seq_len: int = 512, d_model: int = 768, d_head: int = 64,
     min_run_time: float = 0.2, seed: int = 0,

@@ -531,7 +531,7 @@ class UtilisationTiming:
     batch_size: int
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, cost=0.3)
 def time_cpu_utilisation(batch_size: int = 16, steps: int = 5, matmul_size: int = 512,
                          seed: int = 0) -> UtilisationTiming:
     """Measured FLOP/s of our forward + backward pass over this CPU's matmul peak.
@@ -682,7 +682,7 @@ def _check_parallel(world_size: object, steps: object, batch_size: object,
     check_int("seed", seed, minimum=0)
 
 
-@cached(cost=4.0)  # two processes, DDP then FSDP
+@cached(cost=4.0, processes="world_size")  # DDP then FSDP
 def run_parallel_training(world_size: int = 2, steps: int = 4, batch_size: int = 8,
                           seed: int = 0) -> ParallelTrainingResult:
     """Train the same model on one process, with DDP, and with FSDP; compare.
@@ -968,7 +968,7 @@ def _timing_rank(config: LlamaConfig, data: np.ndarray, steps: int, batch_size: 
     return out
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, processes="world_size", cost=3.0)
 def time_ddp_communication(world_size: int = 2, steps: int = 5, batch_size: int = 16,
                            seed: int = 0) -> CommunicationTiming:
     """Time computing and communicating in DDP steps on ``world_size`` gloo processes.

@@ -139,7 +139,7 @@ def _units(text: str, scheme: str, gpt2: Tokenizer) -> list:
     return [gpt2.vocab[i] for i in gpt2.encode(text)]
 
 
-@cached
+@cached(cost=0.5)
 def run_granularity(
     num_chars: int = 20_000,
     heldout_chars: int = 5_000,
@@ -578,7 +578,7 @@ class GPT2AgreementResult:
     num_merges: int
 
 
-@cached
+@cached(cost=0.5)
 def run_gpt2_agreement(
     keys: tuple[str, ...] = tuple(AGREEMENT_TEXTS),
 ) -> GPT2AgreementResult:
@@ -786,7 +786,7 @@ PITFALLS: list[tuple[str, str, str]] = [
 ]
 
 
-@cached
+@cached(cost=0.8)
 def run_tokenizer_pitfalls(
     partial_text: str = "明月", boundary_text: str = f"The end.{EOT}Once upon"
 ) -> PitfallsResult:
@@ -876,7 +876,7 @@ def _best(fn, repeats: int) -> float:
     return best
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, processes="num_processes", cost=2.0)
 def time_training(
     num_chars: int = 30_000,
     num_merges: int = 80,

@@ -71,6 +71,7 @@ __all__ = [
     "language",
     "line_plot",
     "line_plot_svg",
+    "load_fonts",
     "markdown_table",
     "output_mode",
     "plain_text",
@@ -535,6 +536,16 @@ def _draw(lang: str, width: float, height: float, draw: Callable[[Any, Any], Non
         fig.patch.set_facecolor("white")
         draw(fig, ax)
         return svg_from_figure(fig)
+
+
+def load_fonts() -> None:
+    """Draw a one-word figure in every language, so that Matplotlib has loaded the
+    fonts and the renderer they need (it keeps them per process, a few tenths of a
+    second to load): a process that forks figure-drawing children (the build's
+    notebook runs) calls this first, and every child starts with them loaded."""
+    for lang in LANGUAGES:
+        _draw(lang, 1.0, 1.0, lambda fig, ax: _titles(ax, lang, label("图", "figure"),
+                                                     None, None))
 
 
 def _titles(ax: Any, lang: str, title: Any, xlabel: Any, ylabel: Any) -> None:
