@@ -45,8 +45,10 @@ from llmlab.experiments.training import LECTURE_VOCAB, corpus_ids, corpus_tokeni
 from llmlab.training import split_tokens
 
 torch.set_num_threads(1)
-tokenizer = corpus_tokenizer("shakespeare", LECTURE_VOCAB)  # 1,000 merges: V = 1,257
-ids = corpus_ids("shakespeare", LECTURE_VOCAB)  # the whole text, encoded once
+VOCAB = 1257  # the lecture's vocabulary: 256 bytes, <|endoftext|>, 1,000 merges
+assert VOCAB == LECTURE_VOCAB
+tokenizer = corpus_tokenizer("shakespeare", VOCAB)
+ids = corpus_ids("shakespeare", VOCAB)  # the whole text, encoded once (cached)
 train_ids, val_ids = split_tokens(ids, validation_fraction=0.1)
 print(f"vocabulary: {tokenizer.vocab_size:,}")
 print(f"train tokens: {len(train_ids):,}  validation tokens: {len(val_ids):,}")

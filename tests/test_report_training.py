@@ -217,6 +217,27 @@ def test_kv_cache_and_timing_renderers():
     assert f"| {tokens * 1e6 / 1.0 / 1e9:.1f} |" in out["en"]  # the median pass: 1 s
 
 
+def test_run_time_table_prices_each_part_and_the_shared_encoding_apart(runs):
+    settings = runs[0].settings
+    t = exp.ThroughputTiming("CPU, 1 thread", [1000.0], settings, 10, 50, 40, 1e6,
+                             [1.0], [0.5, 0.1, 0.2], [0.01], 1e6)
+    out = _check_table(rt.run_time_table(t, runs, [3.0, None]), rows=6)
+    r = runs[0]
+    steps = r.settings.steps * t.step_seconds
+    evals = (len(r.val_losses) + len(r.val_block_losses) + len(r.train_block_losses)
+             ) * r.eval_batches * 0.2  # the median validation pass
+    sampling = len(r.samples) * r.sample_tokens * 0.01
+    rows = out["en"].strip().splitlines()
+    assert rows[2].split(" | ")[1] == f"{steps:.1f}"
+    assert rows[3].split(" | ")[1] == f"{evals:.1f}"
+    assert rows[5].split(" | ")[1] == f"{steps + evals + sampling:.1f}"
+    assert rows[6].rstrip(" |").split(" | ")[1:3] == ["3.0", "—"]  # recorded; none stored
+    encoding = (r.train_chars + r.val_chars) / 1e6  # not in the run's own sum
+    assert "encoding the whole corpus" in rows[7] and f"| {encoding:.1f} |" in rows[7]
+    with pytest.raises(ValueError, match="measured must hold one time per run"):
+        rt.run_time_table(t, runs, [1.0])
+
+
 def test_checkpoint_table():
     r = exp.CheckpointResumeResult(5, True, True, 0.0, False, 0.02, 1000, ["model"])
     out = _check_table(rt.checkpoint_table(r), rows=2)

@@ -276,10 +276,19 @@ def corpus_tokenizer(corpus: str, vocab_size: int):
     return run.tokenizer(vocab_size - 257)
 
 
+@cached(parts=_tokenizer_parts, cost=1.0)  # seconds on one core, the Tang poems
 def corpus_ids(corpus: str, vocab_size: int) -> np.ndarray:
-    """The whole of ``corpus`` as ids of :func:`corpus_tokenizer` (``uint16``)."""
+    """The whole of ``corpus`` as ids of :func:`corpus_tokenizer` (``uint16``).
+
+    Cached: encoded once for every run that trains on it (and the notebook).
+    """
     tokenizer = corpus_tokenizer(corpus, vocab_size)
     return np.asarray(tokenizer.encode(corpus_text(corpus)), dtype=np.uint16)
+
+
+def _corpus_parts(corpus: str, vocab_size: int = LECTURE_VOCAB, **_: object) -> list:
+    """The cache parts of every run that trains on :func:`corpus_ids`."""
+    return [(corpus_ids, dict(corpus=corpus, vocab_size=vocab_size))]
 
 
 def _tokens(corpus: str, vocab_size: int) -> tuple[np.ndarray, np.ndarray, str]:
@@ -763,7 +772,7 @@ def block_losses(model: nn.Module, ids: np.ndarray, windows: int, context_length
             for s in starts]
 
 
-@cached(parts=_tokenizer_parts, cost=6.0)  # seconds on one core, per corpus
+@cached(parts=_corpus_parts, cost=6.0)  # seconds on one core, per corpus
 def run_training_run(
     corpus: str = "shakespeare",
     steps: int | None = None,
@@ -916,7 +925,7 @@ class HighLearningRateResult:
         return sum(norm > self.settings.max_grad_norm for norm in self.grad_norms)
 
 
-@cached(parts=_tokenizer_parts, cost=2.0)
+@cached(parts=_corpus_parts, cost=2.0)
 def run_high_learning_rate(
     corpus: str = "shakespeare",
     max_lr: float = 5e-2,
@@ -980,7 +989,7 @@ class OverfittingResult:
         return self.val_iterations[self.val_losses.index(min(self.val_losses))]
 
 
-@cached(parts=_tokenizer_parts, cost=3.0)
+@cached(parts=_corpus_parts, cost=3.0)
 def run_overfitting(
     corpus: str = "shakespeare",
     train_tokens: int = 2048,
@@ -1148,7 +1157,7 @@ class KVCacheCheckResult:
     d_model: int
 
 
-@cached
+@cached(cost=0.4)
 def run_kv_cache_check(
     prompt_lengths: tuple[int, ...] = (1, 8, 32, 63),
     context_length: int = 64,
@@ -1427,7 +1436,7 @@ def _median_seconds(fn: Callable[[], object], repeats: int) -> list[float]:
     return times
 
 
-@cached(parts=_throughput_parts, machine_dependent=True)
+@cached(parts=_throughput_parts, machine_dependent=True, cost=2.6)
 def time_training_throughput(
     repeats: int = 3,
     steps: int = 10,
@@ -1518,7 +1527,7 @@ class GenerationTiming:
     settings: TinyLMSettings
 
 
-@cached(machine_dependent=True)
+@cached(machine_dependent=True, cost=2.0)
 def time_generation(
     context_length: int = 128,
     d_model: int = 64,

@@ -765,7 +765,8 @@ def run_time_table(t: ThroughputTiming, runs: Sequence[TrainingRunResult],
                    measured: Sequence[float | None]) -> Localized:
     """Where a lecture run's time goes: each part's count times its measured time
     (from ``t``), per run, beside the run's whole time as ``measured`` (the cache's
-    record of computing it, or None)."""
+    record of computing it, or None); then encoding the corpus, a cached part of its
+    own (:func:`llmlab.experiments.training.corpus_ids`), which the run reads."""
     check_type("t", t, ThroughputTiming)
     _check_results("runs", runs, TrainingRunResult)
     if len(measured) != len(runs):
@@ -778,14 +779,12 @@ def run_time_table(t: ThroughputTiming, runs: Sequence[TrainingRunResult],
         eval_s = sorted(t.eval_batch_seconds)[len(t.eval_batch_seconds) // 2]
         decode_s = sorted(t.decode_token_seconds)[len(t.decode_token_seconds) // 2]
         return [
-            (r.train_chars + r.val_chars) / t.encode_chars_per_s,
             r.settings.steps * t.step_seconds,
             (evals + blocks * r.eval_batches) * eval_s,
             len(r.samples) * r.sample_tokens * decode_s,
         ]
 
-    names = [label("分词：整份语料编码一次", "tokenizing: the whole corpus, once"),
-             label("训练步", "training steps"),
+    names = [label("训练步", "training steps"),
              label("验证：曲线上的点和最后的整段评估", "validation: the curve's points "
                    "and the final blocks"),
              label("采样：开始、中间、结束各一批", "sampling: a batch at start, "
@@ -796,6 +795,11 @@ def run_time_table(t: ThroughputTiming, runs: Sequence[TrainingRunResult],
                  *[fmt_float(sum(c), 1) for c in cols]))
     rows.append((label("实际计算这次训练的用时", "the run's recorded compute time"),
                  *["—" if m is None else fmt_float(m, 1) for m in measured]))
+    rows.append((label("另算：整份语料编码一次（估计，缓存后各次训练共用）",
+                       "apart: encoding the whole corpus once (estimate; cached, "
+                       "shared by the runs)"),
+                 *[fmt_float((r.train_chars + r.val_chars) / t.encode_chars_per_s, 1)
+                   for r in runs]))
     return table([label("一次训练的用时（秒）", "a run's time (s)"),
                   *[CORPUS_NAMES[r.corpus] for r in runs]], rows,
                  align="l" + "r" * len(runs))
