@@ -1,10 +1,12 @@
 """Training a language model from scratch: loss, optimizer, schedule, data, loop.
 
-* :mod:`~llmlab.training.loss`: ``cross_entropy``, ``perplexity``.
+* :mod:`~llmlab.training.loss`: ``cross_entropy`` (with an ``ignore_index``),
+  ``perplexity``.
 * :mod:`~llmlab.training.optim`: ``AdamW`` (from its update rule),
   ``gradient_clipping``.
 * :mod:`~llmlab.training.schedule`: ``get_lr_cosine_schedule``, ``cosine_schedule``.
-* :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``.
+* :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``; ``SupervisedData``
+  and ``IGNORE_INDEX`` (fine-tuning examples, which ``train`` also reads).
 * :mod:`~llmlab.training.checkpoint`: ``save_checkpoint``, ``load_checkpoint``.
 * :mod:`~llmlab.training.loop`: ``train`` -> ``TrainResult``, ``estimate_loss``.
 * :mod:`~llmlab.training.quality`: ``held_out_loss`` (nats per character, bits per
@@ -12,7 +14,7 @@
 
 The interfaces are those of CS336 assignment 1.
 
-Taught on: "Training and generating text".
+Taught on: "Training and generating text" and "Fine-tuning".
 """
 
 from llmlab.training.checkpoint import (
@@ -20,7 +22,7 @@ from llmlab.training.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from llmlab.training.data import get_batch, split_tokens
+from llmlab.training.data import IGNORE_INDEX, SupervisedData, get_batch, split_tokens
 from llmlab.training.loop import TrainEvent, TrainResult, estimate_loss, train
 from llmlab.training.loss import cross_entropy, perplexity
 from llmlab.training.optim import AdamW, gradient_clipping
@@ -35,7 +37,9 @@ from llmlab.training.schedule import cosine_schedule, get_lr_cosine_schedule
 __all__ = [
     "AdamW",
     "HeldOutLoss",
+    "IGNORE_INDEX",
     "SampleQuality",
+    "SupervisedData",
     "TrainEvent",
     "TrainResult",
     "checkpoint_extra",

@@ -8,7 +8,12 @@ a corpus larger than memory works); a batch is ``batch_size`` random windows of
     inputs   a  b  c  d
     targets  b  c  d  e      (target i is the token after input i)
 
-Taught on: "Training and generating text".
+Fine-tuning reads examples instead, each a prompt and its response:
+:class:`SupervisedData` holds them padded into one table, with the targets that are
+not to be learnt (the prompt's, the padding's) set to :data:`IGNORE_INDEX`, and a
+batch is ``batch_size`` random rows of it.
+
+Taught on: "Training and generating text" and "Fine-tuning".
 """
 
 from __future__ import annotations
@@ -17,11 +22,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.checks import check_corpus, check_finite_float, check_int
+from llmlab.checks import (
+    check_corpus,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_type,
+)
 
-__all__ = ["get_batch", "split_tokens"]
+__all__ = ["IGNORE_INDEX", "SupervisedData", "get_batch", "split_tokens"]
 
 Device = torch.device | str | None
+
+IGNORE_INDEX = -100
+"""A target that counts for nothing in the loss (PyTorch's ``ignore_index`` default,
+and LLMs-from-scratch's): a prompt token not to be learnt, or padding."""
 
 
 def get_batch(
@@ -100,3 +115,117 @@ def split_tokens(
             f"{validation_fraction}"
         )
     return tokens[:cut], tokens[cut:]
+
+
+class SupervisedData:
+    """Supervised fine-tuning examples, right-padded into one ``(N, T)`` table.
+
+    Each example is ``(input_ids, targets)``, two lists of one length: ``targets[i]``
+    is the token to predict after ``input_ids[i]``, or :data:`IGNORE_INDEX` where
+    nothing is to be learnt (see :func:`llmlab.finetune.supervised_example`). They
+    are padded on the right to the longest, inputs with ``pad_id`` and targets with
+    ``IGNORE_INDEX``, so that padding never counts::
+
+        inputs   p  p  r  r  <eot> pad pad
+        targets  ·  r  r  <eot> ·   ·   ·       (· = IGNORE_INDEX)
+
+    Under a causal mask a position sees only the ones before it, so padding on the
+    right changes no logit that counts; ``pad_id`` only has to be a valid id.
+
+    Args:
+        examples: ``(input_ids, targets)`` pairs of lists of ints, at least one; every
+            example needs a target that counts.
+        pad_id: The id inputs are padded with (e.g. the end-of-text id).
+        context_length: The longest example allowed (the model's context length);
+            ``None``: no bound.
+
+    Attributes:
+        inputs: int64 ``(N, T)``, the padded input ids.
+        targets: int64 ``(N, T)``, the padded targets.
+        context_length: ``T``, the length of the longest example.
+
+    Taught on: "Fine-tuning".
+    """
+
+    def __init__(
+        self,
+        examples: list[tuple[list[int], list[int]]],
+        pad_id: int,
+        context_length: int | None = None,
+    ) -> None:
+        check_type("examples", examples, (list, tuple),
+                   expected="a list of (input_ids, targets) pairs")
+        if not examples:
+            raise ValueError("examples is empty; expected at least one (input_ids, "
+                             "targets) pair")
+        check_int("pad_id", pad_id, minimum=0)
+        if context_length is not None:
+            check_int("context_length", context_length)
+        examples = [_check_example(i, pair, context_length)
+                    for i, pair in enumerate(examples)]
+        self.context_length = max(len(ids) for ids, _ in examples)  # T
+        shape = (len(examples), self.context_length)  # (N, T)
+        self.inputs = torch.full(shape, pad_id, dtype=torch.int64)
+        self.targets = torch.full(shape, IGNORE_INDEX, dtype=torch.int64)
+        for row, (ids, targets) in enumerate(examples):
+            self.inputs[row, :len(ids)] = torch.tensor(ids)
+            self.targets[row, :len(targets)] = torch.tensor(targets)
+
+    def __len__(self) -> int:
+        """The number of examples, ``N``."""
+        return self.inputs.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"SupervisedData({len(self)} examples, "
+                f"context_length={self.context_length})")
+
+    def batch(
+        self,
+        batch_size: int,
+        generator: torch.Generator | None = None,
+        device: Device = None,
+    ) -> tuple[Tensor, Tensor]:
+        """``batch_size`` rows drawn uniformly at random (with replacement).
+
+        Args:
+            batch_size: Rows per batch, ``>= 1``.
+            generator: Source of the rows; a seeded one makes runs reproducible
+                (``None``: torch's global generator).
+            device: Where the batch goes.
+
+        Returns:
+            ``(inputs, targets)``, int64 ``(batch_size, context_length)`` each.
+        """
+        check_int("batch_size", batch_size)
+        if generator is not None:
+            check_type("generator", generator, torch.Generator,
+                       expected="a torch.Generator")
+        rows = torch.randint(0, len(self), (batch_size,), generator=generator)  # (B,)
+        return self.inputs[rows].to(device), self.targets[rows].to(device)  # (B, T)
+
+
+# a local composite (one example's ids and targets together), built from llmlab.checks
+def _check_example(
+    i: int, pair: object, context_length: int | None
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    name = f"examples[{i}]"
+    check_type(name, pair, (list, tuple), expected="an (input_ids, targets) pair")
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an (input_ids, targets) pair, got "
+                         f"{len(pair)} items")
+    ids = check_sizes(f"{name}[0]", pair[0], minimum=0)  # input ids
+    targets = check_sizes(f"{name}[1]", pair[1], minimum=IGNORE_INDEX)
+    if len(ids) != len(targets):
+        raise ValueError(f"{name} has {len(ids)} input ids but {len(targets)} "
+                         "targets; expected one target per input")
+    wrong = [t for t in targets if IGNORE_INDEX < t < 0]
+    if wrong:
+        raise ValueError(f"{name}[1] must hold token ids >= 0 or IGNORE_INDEX "
+                         f"({IGNORE_INDEX}), got {wrong[0]}")
+    if all(t == IGNORE_INDEX for t in targets):
+        raise ValueError(f"{name} has no target that counts (all are IGNORE_INDEX); "
+                         "expected at least one token to learn")
+    if context_length is not None and len(ids) > context_length:
+        raise ValueError(f"{name} has {len(ids)} tokens, more than context_length "
+                         f"({context_length}); shorten it or leave it out")
+    return ids, targets

@@ -6,7 +6,11 @@ on several processes (``llmlab.distributed`` runs it on every rank, each keeping
 it happens (a progress bar, a checkpoint every so often), and read the returned
 :class:`TrainResult`.
 
-Taught on: "Training and generating text".
+Fine-tuning runs the same loop: its data is a :class:`SupervisedData` (prompts and
+responses) instead of a corpus, its batches are random rows of it, and its loss
+leaves out the targets marked :data:`IGNORE_INDEX`.
+
+Taught on: "Training and generating text" and "Fine-tuning".
 """
 
 from __future__ import annotations
@@ -26,13 +30,13 @@ from llmlab.checks import (
     check_int,
     check_type,
 )
-from llmlab.training.data import get_batch
+from llmlab.training.data import IGNORE_INDEX, SupervisedData, get_batch
 from llmlab.training.loss import cross_entropy
 from llmlab.training.optim import gradient_clipping
 
 __all__ = ["TrainEvent", "TrainResult", "estimate_loss", "train"]
 
-Dataset = np.ndarray | Tensor
+Dataset = np.ndarray | Tensor | SupervisedData
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +107,7 @@ def estimate_loss(
     num_batches: int = 8,
     device: torch.device | str | None = None,
 ) -> float:
-    """Mean loss over fixed, evenly spaced windows of ``dataset``.
+    """Mean loss over fixed, evenly spaced windows (or rows) of ``dataset``.
 
     The windows are the same at every call (no randomness is drawn), so successive
     measurements differ only because the model changed, and measuring does not
@@ -111,35 +115,46 @@ def estimate_loss(
 
     Args:
         model: Maps ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
-        dataset: 1-D integer token ids, more than ``context_length`` of them.
+        dataset: 1-D integer token ids, more than ``context_length`` of them; or a
+            :class:`SupervisedData` (its rows, the loss over the targets that count),
+            no wider than ``context_length``.
         batch_size: Windows per forward pass.
         context_length: Tokens per window.
         num_batches: Forward passes; ``batch_size · num_batches`` windows in all.
         device: Where to run (default: where the model's parameters are).
 
-    Taught on: "Training and generating text".
+    Taught on: "Training and generating text" and "Fine-tuning".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    n_tokens = len(check_corpus("dataset", dataset))
+    if not isinstance(dataset, SupervisedData):
+        check_corpus("dataset", dataset)
     check_int("batch_size", batch_size)
     check_int("context_length", context_length)
     check_int("num_batches", num_batches)
-    if n_tokens <= context_length:
-        raise ValueError(
-            f"dataset has {n_tokens} tokens; it must hold more than context_length "
-            f"({context_length})"
-        )
+    _check_dataset("dataset", dataset, context_length)
     device = device if device is not None else _model_device(model)
-    starts = np.linspace(0, n_tokens - context_length - 1, batch_size * num_batches)
+    supervised = isinstance(dataset, SupervisedData)
+    if supervised:  # evenly spaced rows
+        starts = np.linspace(0, len(dataset) - 1, batch_size * num_batches)
+    else:  # evenly spaced window starts
+        starts = np.linspace(0, len(dataset) - context_length - 1,
+                             batch_size * num_batches)
     starts = starts.round().astype(np.int64)  # (n_windows,)
-    index = starts[:, None] + np.arange(context_length + 1)  # (n_windows, T+1)
     was_training = model.training
     model.eval()
     total = 0.0
-    for batch in np.split(index, num_batches):
-        windows = torch.as_tensor(np.asarray(dataset[batch], dtype=np.int64))
-        windows = windows.to(device)  # (B, T+1)
-        total += float(cross_entropy(model(windows[:, :-1]), windows[:, 1:]))
+    for batch in np.split(starts, num_batches):
+        if supervised:
+            rows = torch.from_numpy(batch)  # (B,)
+            inputs = dataset.inputs[rows].to(device)  # (B, T)
+            targets = dataset.targets[rows].to(device)  # (B, T)
+            loss = cross_entropy(model(inputs), targets, IGNORE_INDEX)
+        else:
+            index = batch[:, None] + np.arange(context_length + 1)  # (B, T+1)
+            windows = torch.as_tensor(np.asarray(dataset[index], dtype=np.int64))
+            windows = windows.to(device)  # (B, T+1)
+            loss = cross_entropy(model(windows[:, :-1]), windows[:, 1:])
+        total += float(loss)
     model.train(was_training)
     return total / num_batches
 
@@ -170,11 +185,15 @@ def train(
     Args:
         model: Maps int64 ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
         optimizer: Updates ``model``'s parameters (e.g. our ``AdamW``).
-        train_data: 1-D integer token ids to sample windows from.
+        train_data: 1-D integer token ids to sample windows from; or a
+            :class:`SupervisedData` (fine-tuning) to sample rows from, whose loss
+            leaves out the targets marked ``IGNORE_INDEX``.
         steps: Steps to take in this call, ``>= 1``.
-        batch_size: Windows per step.
-        context_length: Tokens per window (default: ``model.context_length``).
-        val_data: Held-out token ids; ``None`` skips validation.
+        batch_size: Windows (or rows) per step.
+        context_length: Tokens per window (default: ``model.context_length``; for
+            a ``SupervisedData``, its longest example, or ``val_data``'s if longer).
+        val_data: Held-out token ids (or a ``SupervisedData``); ``None`` skips
+            validation.
         eval_every: Measure validation loss every this many steps (and always at
             the start and the end of the call).
         eval_batches: Forward passes per validation measurement.
@@ -196,7 +215,7 @@ def train(
     Returns:
         A :class:`TrainResult` of plain numbers.
 
-    Taught on: "Training and generating text".
+    Taught on: "Training and generating text" and "Fine-tuning".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
     context_length = _check_train_args(
@@ -216,6 +235,8 @@ def train(
     if generator is None:
         generator = torch.Generator().manual_seed(seed)
     device = device if device is not None else _model_device(model)
+    supervised = isinstance(train_data, SupervisedData)
+    ignore_index = IGNORE_INDEX if supervised else None  # a corpus: every target counts
     result = TrainResult([], [], [], [], [], [], 0, 0.0, batch_size, context_length)
     start = time.perf_counter()
 
@@ -235,12 +256,15 @@ def train(
             for group in optimizer.param_groups:
                 group["lr"] = lr_schedule(it)
         lr = float(optimizer.param_groups[0]["lr"])
-        # forward: random windows -> logits -> mean cross-entropy
-        inputs, targets = get_batch(train_data, batch_size, context_length, device,
-                                    generator)  # (B, T) each
+        # forward: random windows (or examples) -> logits -> mean cross-entropy
+        if supervised:
+            inputs, targets = train_data.batch(batch_size, generator, device)
+        else:
+            inputs, targets = get_batch(train_data, batch_size, context_length, device,
+                                        generator)  # (B, T) each
         if batch_rows is not None:  # this process's share of the batch
             inputs, targets = inputs[batch_rows], targets[batch_rows]
-        loss = cross_entropy(model(inputs), targets)  # logits (B, T, V) -> scalar
+        loss = cross_entropy(model(inputs), targets, ignore_index)  # (B, T, V) -> ()
         # backward, clip, update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -292,11 +316,24 @@ def _check_train_args(
 ) -> int:
     """What :func:`train` checks of its arguments but the model, optimizer and
     callables (``llmlab.distributed`` checks the same before it starts a process);
-    the context length (default: ``model_context_length``)."""
+    the context length (default: ``model_context_length``, or the longest example
+    of supervised data)."""
     check_int("steps", steps)
     check_int("batch_size", batch_size)
     if batch_rows is not None:
         _check_batch_rows(batch_rows, batch_size)
+    datasets = [(n, d) for n, d in (("train_data", train_data), ("val_data", val_data))
+                if d is not None]
+    if context_length is None and isinstance(train_data, SupervisedData):
+        # as long as the longest example (val_data's too, if it is supervised)
+        widths = [(n, d.context_length) for n, d in datasets
+                  if isinstance(d, SupervisedData)]
+        name, context_length = max(widths, key=lambda item: item[1])
+        if model_context_length is not None and context_length > model_context_length:
+            raise ValueError(
+                f"{name} holds an example of {context_length} tokens, more than the "
+                f"model's context_length ({model_context_length})"
+            )
     if context_length is None:
         context_length = model_context_length
         if context_length is None:
@@ -315,15 +352,27 @@ def _check_train_args(
         check_finite_float("max_grad_norm", max_grad_norm, minimum=0.0, open_min=True)
     check_int("seed", seed, minimum=0)
     check_int("start_iteration", start_iteration, minimum=0)
-    for name, data in (("train_data", train_data), ("val_data", val_data)):
-        if data is not None:
-            check_corpus(name, data)
-        if data is not None and len(data) <= context_length:
+    for name, data in datasets:
+        _check_dataset(name, data, context_length)
+    return context_length
+
+
+# a local composite (a corpus or supervised data against the context length), built
+# from llmlab.checks
+def _check_dataset(name: str, data: Dataset, context_length: int) -> None:
+    if isinstance(data, SupervisedData):
+        if data.context_length > context_length:
             raise ValueError(
-                f"{name} has {len(data)} tokens; it must hold more than "
+                f"{name} holds an example of {data.context_length} tokens, more than "
                 f"context_length ({context_length})"
             )
-    return context_length
+        return
+    n_tokens = len(check_corpus(name, data))
+    if n_tokens <= context_length:
+        raise ValueError(
+            f"{name} has {n_tokens} tokens; it must hold more than context_length "
+            f"({context_length})"
+        )
 
 
 # a local composite (batch_rows against batch_size), built from llmlab.checks
