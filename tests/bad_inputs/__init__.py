@@ -19,6 +19,9 @@ its target is defined in:
   llmlab.report.tokenization;
 * ``training.py``: llmlab.training, llmlab.generation, llmlab.kv_cache,
   llmlab.experiments.training, llmlab.report.training;
+* ``finetune.py``: llmlab.finetune (LoRA, supervised examples, and
+  ``SupervisedData``, which llmlab.training.data defines for the training loop)
+  ("Fine-tuning");
 * ``distributed.py``: llmlab.flops, llmlab.memory, llmlab.hardware,
   llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed;
 * ``core.py``: what several lectures share: llmlab.checks, llmlab.functional,

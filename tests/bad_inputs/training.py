@@ -1,5 +1,6 @@
 """Bad inputs of "Training and generating text": llmlab.training (its quality
-measures included), llmlab.generation,
+measures included, and the masked loss and supervised data that "Fine-tuning" adds
+to the loss and the loop), llmlab.generation,
 llmlab.kv_cache, llmlab.experiments.training, llmlab.report.training.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
@@ -23,6 +24,7 @@ from llmlab.kv_cache import KVCache, LayerKVCache, kv_cache_bytes
 from llmlab.layers import Linear
 from llmlab.training import (
     AdamW,
+    SupervisedData,
     checkpoint_extra,
     cosine_schedule,
     cross_entropy,
@@ -58,6 +60,12 @@ def _timing():
     return exp_training.ThroughputTiming("cpu, 1 thread", [1.0],
                                          exp_training.TinyLMSettings(), 1, 1, 1, 6.0,
                                          [1.0], [1.0], [1.0], 1.0)
+
+
+def _supervised(length: int = 3) -> SupervisedData:
+    """One example of ``length`` tokens over ids < 10, its first target ignored."""
+    ids = list(range(1, length + 1))
+    return SupervisedData([(ids, [-100, *ids[2:], 0])], pad_id=0)
 
 
 def _byte_lm():
@@ -110,6 +118,19 @@ CASES: list[Case] = [
     case("cross_entropy targets elsewhere", "llmlab.training.cross_entropy",
          lambda: cross_entropy(torch.zeros(3, 4, device="meta"), _ids(3)), V, "targets",
          r"targets is on cpu but logits is on meta"),
+    case("cross_entropy ignore_index a float", "llmlab.training.cross_entropy",
+         lambda: cross_entropy(_x(3, 4), _ids(3), ignore_index=-100.0), T, "ignore_index",
+         r"ignore_index must be an int, got float"),
+    case("cross_entropy every target ignored", "llmlab.training.cross_entropy",
+         lambda: cross_entropy(_x(3, 4), _ids(3) - 100, ignore_index=-100), V, "targets",
+         r"targets selects no token: every one of its 3 values is ignore_index \(-100\)"),
+    case("cross_entropy ignored float targets", "llmlab.training.cross_entropy",
+         lambda: cross_entropy(_x(3, 4), _x(3), ignore_index=-100), V, "targets",
+         r"targets must be an integer tensor, got dtype torch.float32"),
+    case("cross_entropy a target past the vocabulary besides the ignored",
+         "llmlab.training.cross_entropy",
+         lambda: cross_entropy(_x(2, 4), torch.tensor([-100, 4]), ignore_index=-100), V,
+         "targets", r"targets must lie in \[0, 4\) \(vocab_size\), got values from 4 to 4"),
     case("perplexity negative", "llmlab.training.perplexity", lambda: perplexity(-1.0), V,
          "loss", r"loss must be a number >= 0"),
     case("AdamW betas", "llmlab.training.AdamW",
@@ -167,6 +188,15 @@ CASES: list[Case] = [
     case("estimate_loss of a list", "llmlab.training.estimate_loss",
          lambda: estimate_loss(_llama_lm(), list(range(64)), 2, 4), T, "dataset",
          r"dataset must be a numpy array"),
+    case("estimate_loss supervised data wider than the window",
+         "llmlab.training.estimate_loss",
+         lambda: estimate_loss(_llama_lm(), _supervised(), 2, 2), V, "dataset",
+         r"dataset holds an example of 3 tokens, more than context_length \(2\)"),
+    case("train supervised data longer than the model", "llmlab.training.train",
+         lambda: train(_llama_lm(), _opt(_llama_lm()), _supervised(length=5), steps=1,
+                       batch_size=2), V, "train_data",
+         r"train_data holds an example of 5 tokens, more than the model's "
+         r"context_length \(4\)"),
     case("train steps -1", "llmlab.training.train",
          lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=-1, batch_size=2),
          V, "steps", r"steps must be an int >= 1, got -1"),
@@ -501,6 +531,11 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
      lambda: gradient_clipping(_llama_lm().parameters(), 1.0) == 0.0),
     ("train one step", lambda: train(_llama_lm(), _opt(_llama_lm()), _tokens(), steps=1,
                                      batch_size=2)),
+    ("train one step of supervised data",
+     lambda: train(_llama_lm(), _opt(_llama_lm()), _supervised(length=4), steps=1,
+                   batch_size=2, val_data=_supervised(), eval_batches=1)),
+    ("cross_entropy with a target ignored",
+     lambda: cross_entropy(_x(2, 4), torch.tensor([-100, 3]), ignore_index=-100)),
     ("TinyLMSettings defaults", lambda: exp_training.TinyLMSettings()),
     ("poem_shape_share", lambda: exp_training.poem_shape_share("a\nb", drop_last=False)),
     ("held_out_loss of two bytes",
