@@ -149,14 +149,19 @@ def test_settings_give_their_model_sizes_to_llama_config():
         exp.TinyLMSettings(d_ff=176.0)
 
 
-def test_training_run_parts_name_the_tokenizer_run():
+def test_training_run_parts_name_the_tokenizer_run_and_the_encoded_corpus():
     from llmlab.build.cache import plan
     from llmlab.experiments.tokenization import run_train_corpus
 
     calls = plan(exp.run_training_run, corpus="tang")
     assert calls[0] == (run_train_corpus, dict(corpus="tang", num_chars=60_000,
                                                num_merges=1000))
-    assert len(plan(exp.run_training_run, corpus="tang", vocab_size=256)) == 1
+    assert calls[1] == (exp.corpus_ids, dict(corpus="tang", vocab_size=exp.LECTURE_VOCAB))
+    for run in (exp.run_overfitting, exp.run_high_learning_rate):  # encoded once for all
+        assert plan(run)[1] == (exp.corpus_ids, dict(corpus="shakespeare",
+                                                     vocab_size=exp.LECTURE_VOCAB))
+    bytes_plan = plan(exp.run_training_run, corpus="tang", vocab_size=256)
+    assert [fn for fn, _ in bytes_plan] == [exp.corpus_ids, exp.run_training_run]
     assert plan(exp.time_training_throughput)[0][0] is run_train_corpus
 
 

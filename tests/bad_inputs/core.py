@@ -576,4 +576,5 @@ EXEMPT: dict[str, str] = {
     "llmlab.build.provenance.git_commit": "takes no arguments",
     "llmlab.report.diagrams.gpt2_vs_llama_block": "takes no arguments",
     "llmlab.report.cjk_font": "takes no arguments",
+    "llmlab.report.load_fonts": "takes no arguments",
 }
