@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from llmlab.experiments import tokenization as tk
-from llmlab.tokenization import gpt2_tokenizer
+from llmlab.tokenization import END_OF_TEXT, gpt2_tokenizer
 
 SMALL = dict(num_merges=120, en_chars=40_000, zh_chars=15_000, heldout_chars=3_000)
 
@@ -160,7 +160,7 @@ def test_tokenizer_pitfalls() -> None:
     case = {(c.group, c.key): c for c in r.cases}
     assert case["document_boundary", "special"].ids.count(r.eot_id) == 1
     assert r.eot_id not in case["document_boundary", "plain_text"].ids
-    assert case["overlapping_special", "double"].tokens[1] == (tk.EOT * 2).encode()
+    assert case["overlapping_special", "double"].tokens[1] == (END_OF_TEXT * 2).encode()
     assert case["leading_space", "no_space"].ids != case["leading_space", "space"].ids
     assert len(case["digits", "long"].ids) > 1
     gpt2 = gpt2_tokenizer()

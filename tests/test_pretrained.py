@@ -16,6 +16,7 @@ import torch
 from llmlab import cli, pretrained
 from llmlab.generation import generate
 from llmlab.models.llama import TransformerLM
+from llmlab.tokenization import END_OF_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 RERUN_STEPS = 20
@@ -50,8 +51,9 @@ def test_a_base_model_is_small_and_says_how_it_was_made(name):
     assert card.val_losses[-1] < card.val_losses[0] < card.losses[0]
 
 
-def test_the_cli_lists_the_base_models_without_importing_them():
-    assert cli.BASE_MODELS == pretrained.NAMES
+def test_the_cli_keeps_its_copies_of_the_base_models_and_end_of_text_equal():
+    assert cli.BASE_MODELS == pretrained.NAMES  # copies: --help imports neither
+    assert cli.EOS == END_OF_TEXT
 
 
 @pytest.mark.parametrize("name", pretrained.NAMES)

@@ -32,6 +32,8 @@ CHECKPOINT, CONFIG, METRICS, TOKENIZER = (
     "checkpoint.pt", "config.json", "metrics.json", "tokenizer.json"
 )
 EOS = "<|endoftext|>"
+"""llmlab.tokenization.END_OF_TEXT, repeated so that --help does not import torch (a
+test keeps the two equal)."""
 DEVICES = ("cpu", "cuda", "mps")
 BASE_MODELS = ("shakespeare", "tang")
 """llmlab.pretrained.NAMES, repeated so that --help does not import torch (a test

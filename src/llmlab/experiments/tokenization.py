@@ -36,6 +36,7 @@ from llmlab.data import CORPORA, corpus_text
 from llmlab.build.cache import cached, part_results
 from llmlab.checks import check_choice, check_int, check_sizes, check_str, check_type
 from llmlab.tokenization import (
+    END_OF_TEXT,
     Tokenizer,
     count_pretokens,
     count_pretokens_file,
@@ -61,7 +62,6 @@ __all__ = [
     "TrainedBPE",
     "TrainingTimingResult",
     "CORPORA",
-    "EOT",
     "corpus_text",
     "run_bpe_steps",
     "run_chinese_tokenizers",
@@ -73,7 +73,6 @@ __all__ = [
     "time_training",
 ]
 
-EOT = "<|endoftext|>"
 """GPT-2's end-of-text token, the document separator."""
 
 LANGUAGE = {"shakespeare": "en", "tang": "zh"}
@@ -345,7 +344,7 @@ class TrainedBPE:
     def tokenizer(self, num_merges: int | None = None) -> Tokenizer:
         """A tokenizer with the first ``num_merges`` merges (all by default)."""
         merges = self.merges if num_merges is None else self.merges[:num_merges]
-        return Tokenizer(vocab_from_merges(merges, [EOT]), merges, [EOT])
+        return Tokenizer(vocab_from_merges(merges, [END_OF_TEXT]), merges, [END_OF_TEXT])
 
 
 @cached(cost=0.5)
@@ -361,7 +360,7 @@ def run_train_corpus(corpus: str, num_chars: int, num_merges: int) -> TrainedBPE
     text = corpus_text(corpus)
     check_int("num_chars", num_chars, maximum=len(text))
     check_int("num_merges", num_merges, minimum=0)
-    counts = count_pretokens(text[:num_chars], [EOT])
+    counts = count_pretokens(text[:num_chars], [END_OF_TEXT])
     learned = learn_merges(counts, num_merges)
     return TrainedBPE(
         corpus=corpus,
@@ -381,7 +380,7 @@ class CorpusCurve:
         corpus: Corpus key; ``language`` its language (``"en"``, ``"zh"``).
         num_chars: Characters trained on.
         num_unique_pretokens: Distinct pre-tokens in them.
-        vocab_sizes: Vocabulary sizes evaluated (256 bytes + EOT + merges),
+        vocab_sizes: Vocabulary sizes evaluated (256 bytes + END_OF_TEXT + merges),
             each the first merges of the one run.
         bytes_per_token: Held-out UTF-8 bytes per token at each size.
         chars_per_token: Held-out characters per token at each size.
@@ -528,7 +527,7 @@ AGREEMENT_TEXTS: dict[str, str] = {
     "emoji": "Tokenizers 🤖❤️🦀 and families 👩‍👩‍👧!",
     "spaces": "a  b   c    d\n\n\n   e\t\tf     ",
     "digits": "In 2024, 1234567 + 0.5 = 1234567.5; call 555-0199.",
-    "special": f"The end.{EOT}Once upon a time{EOT}",
+    "special": f"The end.{END_OF_TEXT}Once upon a time{END_OF_TEXT}",
 }
 
 
@@ -788,7 +787,7 @@ PITFALLS: list[tuple[str, str, str]] = [
 
 @cached(cost=0.8)
 def run_tokenizer_pitfalls(
-    partial_text: str = "明月", boundary_text: str = f"The end.{EOT}Once upon"
+    partial_text: str = "明月", boundary_text: str = f"The end.{END_OF_TEXT}Once upon"
 ) -> PitfallsResult:
     """Special tokens as document boundaries, and tokenization surprises.
 
@@ -800,7 +799,7 @@ def run_tokenizer_pitfalls(
     check_str("boundary_text", boundary_text, nonempty=True)
     gpt2 = gpt2_tokenizer()
     plain = Tokenizer(gpt2.vocab, gpt2.merges)  # no special tokens
-    double = Tokenizer(gpt2.vocab, gpt2.merges, [EOT, EOT + EOT])
+    double = Tokenizer(gpt2.vocab, gpt2.merges, [END_OF_TEXT, END_OF_TEXT + END_OF_TEXT])
 
     def case(group: str, key: str, text: str, tok: Tokenizer = gpt2) -> TokenizedText:
         ids = tok.encode(text)
@@ -809,13 +808,13 @@ def run_tokenizer_pitfalls(
     cases = [
         case("document_boundary", "special", boundary_text),
         case("document_boundary", "plain_text", boundary_text, plain),
-        case("overlapping_special", "double", f"a{EOT}{EOT}{EOT}b", double),
+        case("overlapping_special", "double", f"a{END_OF_TEXT}{END_OF_TEXT}{END_OF_TEXT}b", double),
         *(case(g, k, t) for g, k, t in PITFALLS),
     ]
     ids = gpt2.encode(partial_text)
     return PitfallsResult(
         cases=cases,
-        eot_id=gpt2.special_ids[EOT],
+        eot_id=gpt2.special_ids[END_OF_TEXT],
         partial_text=partial_text,
         partial_ids=ids,
         partial_tokens=[gpt2.vocab[i] for i in ids],

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llmlab.checks import check_bool, check_int, check_str, check_type
-from llmlab.tokenization import Tokenizer
+from llmlab.tokenization import END_OF_TEXT, Tokenizer
 from llmlab.training.data import IGNORE_INDEX, SupervisedData
 
 __all__ = [
@@ -31,11 +31,6 @@ __all__ = [
     "supervised_data",
     "supervised_example",
 ]
-
-END_OF_TEXT = "<|endoftext|>"
-"""The special token that ends a document (and a response), as ``llmlab-train``
-names it for the base models' tokenizers."""
-
 
 def end_of_text_id(tokenizer: Tokenizer) -> int:
     """The id of ``tokenizer``'s end-of-text token (:data:`END_OF_TEXT`).

@@ -27,6 +27,7 @@ from llmlab.tokenization.pretokenize import (
     split_on_special_tokens,
 )
 from llmlab.tokenization.tokenizer import (
+    END_OF_TEXT,
     ByteTokenizer,
     Tokenizer,
     bytes_to_unicode,
@@ -34,6 +35,7 @@ from llmlab.tokenization.tokenizer import (
 )
 
 __all__ = [
+    "END_OF_TEXT",
     "ByteTokenizer",
     "GPT2_PATTERN",
     "Merge",

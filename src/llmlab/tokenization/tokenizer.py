@@ -37,7 +37,11 @@ from llmlab.tokenization.pretokenize import (
     special_token_pattern,
 )
 
-__all__ = ["ByteTokenizer", "Tokenizer", "bytes_to_unicode", "gpt2_tokenizer"]
+__all__ = ["END_OF_TEXT", "ByteTokenizer", "Tokenizer", "bytes_to_unicode", "gpt2_tokenizer"]
+
+END_OF_TEXT = "<|endoftext|>"
+"""GPT-2's end-of-text token: the one special token of the course's BPE tokenizers
+(between documents in training, at the end of an answer in fine-tuning)."""
 
 _PRETOKEN = regex.compile(GPT2_PATTERN)
 # a cut that no pre-token straddles: a whitespace character after a non-space
@@ -553,4 +557,4 @@ def gpt2_tokenizer() -> Tokenizer:
     """
     from llmlab.data import GPT2_MERGES, GPT2_VOCAB
 
-    return Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, ["<|endoftext|>"])
+    return Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [END_OF_TEXT])
