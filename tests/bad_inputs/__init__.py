@@ -22,6 +22,8 @@ its target is defined in:
 * ``finetune.py``: llmlab.finetune (LoRA, supervised examples, and
   ``SupervisedData``, which llmlab.training.data defines for the training loop)
   ("Fine-tuning");
+* ``alignment.py``: llmlab.alignment (DPO: ``sequence_logprobs``, ``dpo_loss``,
+  ``implicit_reward_accuracy``) ("Preference alignment");
 * ``distributed.py``: llmlab.flops, llmlab.memory, llmlab.hardware,
   llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed;
 * ``core.py``: what several lectures share: llmlab.checks, llmlab.functional,

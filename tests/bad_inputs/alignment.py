@@ -1,0 +1,120 @@
+"""Bad inputs of "Preference alignment": llmlab.alignment (DPO: ``sequence_logprobs``,
+``dpo_loss``, ``implicit_reward_accuracy``).
+
+Collected by tests/test_bad_inputs.py (the grouping and the rules:
+tests/bad_inputs/__init__.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from llmlab.alignment import dpo_loss, implicit_reward_accuracy, sequence_logprobs
+
+from bad_inputs import NAN, T, V, Case, _ids, _llama_lm, _x, case
+
+
+def _mask(*rows: tuple[int, int]) -> torch.Tensor:
+    """A ``(len(rows), 4)`` response mask, True on ``[start, stop)`` of each row."""
+    mask = torch.zeros(len(rows), 4, dtype=torch.bool)
+    for i, (start, stop) in enumerate(rows):
+        mask[i, start:stop] = True
+    return mask
+
+
+def _logps(model: nn.Module | object, mask: torch.Tensor) -> torch.Tensor:
+    return sequence_logprobs(model, _ids(mask.shape[0], mask.shape[1]), mask)
+
+
+def _dpo(beta: object = 0.1, **logps: torch.Tensor):
+    args = {"pc": _x(3), "pr": _x(3), "rc": _x(3), "rr": _x(3)} | logps
+    return dpo_loss(args["pc"], args["pr"], args["rc"], args["rr"], beta)
+
+
+CASES: list[Case] = [
+    # --- sequence_logprobs -------------------------------------------------------------
+    case("sequence_logprobs mask selects no token", "llmlab.alignment.sequence_logprobs",
+         lambda: _logps(_llama_lm(), _mask((2, 4), (4, 4))), V, "response_mask",
+         r"response_mask selects no token in row\(s\) \[1\]; expected at least one True"),
+    case("sequence_logprobs mask True at position 0",
+         "llmlab.alignment.sequence_logprobs",
+         lambda: _logps(_llama_lm(), _mask((0, 4), (2, 4))), V, "response_mask",
+         r"response_mask is True at position 0 in row\(s\) \[0\]; the first token has "
+         r"nothing before it to predict it, expected False there"),
+    case("sequence_logprobs integer mask", "llmlab.alignment.sequence_logprobs",
+         lambda: _logps(_llama_lm(), _mask((2, 4)).long()), V, "response_mask",
+         r"response_mask must be a boolean tensor, got dtype torch\.int64"),
+    case("sequence_logprobs mask shorter than the ids",
+         "llmlab.alignment.sequence_logprobs",
+         lambda: sequence_logprobs(_llama_lm(), _ids(2, 4), _mask((2, 4), (1, 3))[:, :3]),
+         V, "response_mask", r"response_mask must have shape \(batch, seq_len\), got "
+         r"shape \(2, 3\): seq_len is 3, but input_ids has seq_len 4"),
+    case("sequence_logprobs mask of one row", "llmlab.alignment.sequence_logprobs",
+         lambda: sequence_logprobs(_llama_lm(), _ids(2, 4), _mask((2, 4))[0]), V,
+         "response_mask", r"response_mask must have shape \(batch, seq_len\), got a "
+         r"1-D tensor of shape \(4,\)"),
+    case("sequence_logprobs float ids", "llmlab.alignment.sequence_logprobs",
+         lambda: sequence_logprobs(_llama_lm(), _x(1, 4), _mask((2, 4))), V, "input_ids",
+         r"input_ids must be an integer tensor, got dtype torch\.float32"),
+    case("sequence_logprobs of a state dict", "llmlab.alignment.sequence_logprobs",
+         lambda: _logps(_llama_lm().state_dict(), _mask((2, 4))), T, "model",
+         r"model must be a torch\.nn\.Module, got OrderedDict"),
+    case("sequence_logprobs model without logits", "llmlab.alignment.sequence_logprobs",
+         lambda: _logps(nn.Identity(), _mask((2, 4))), V, "model",
+         r"model\(input_ids\) must be a floating-point \(\.\.\., vocab_size\) tensor, "
+         r"got shape \(1, 4\) and dtype torch\.int64"),
+    # --- dpo_loss ------------------------------------------------------------------
+    case("dpo_loss shapes differ", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(pr=_x(4)), V, "policy_rejected_logps",
+         r"policy_rejected_logps must have shape \(batch,\), got shape \(4,\): batch is "
+         r"4, but policy_chosen_logps has batch 3"),
+    case("dpo_loss 2-D log-probs", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(rr=_x(3, 1)), V, "reference_rejected_logps",
+         r"reference_rejected_logps must have shape \(batch,\), got a 2-D tensor"),
+    case("dpo_loss integer log-probs", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(pc=_ids(3)), V, "policy_chosen_logps",
+         r"policy_chosen_logps must be a floating-point tensor, got dtype torch\.int64"),
+    case("dpo_loss dtypes differ", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(rc=_x(3, dtype=torch.float64)), V, "reference_chosen_logps",
+         r"reference_chosen_logps has dtype torch\.float64 but policy_chosen_logps has "
+         r"torch\.float32"),
+    case("dpo_loss log-probs a list", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(pc=[0.0, 0.0, 0.0]), T, "policy_chosen_logps",
+         r"policy_chosen_logps must be a torch\.Tensor, got list"),
+    case("dpo_loss beta 0", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(0.0), V, "beta", r"beta must be a finite number in \(0, inf\), got 0"),
+    case("dpo_loss beta negative", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(-0.1), V, "beta",
+         r"beta must be a finite number in \(0, inf\), got -0\.1"),
+    case("dpo_loss beta NaN", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(NAN), V, "beta", r"beta must be a finite number in \(0, inf\), got nan"),
+    case("dpo_loss beta inf", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(float("inf")), V, "beta",
+         r"beta must be a finite number in \(0, inf\), got inf"),
+    case("dpo_loss beta a bool", "llmlab.alignment.dpo_loss",
+         lambda: _dpo(True), T, "beta", r"beta must be a number, got bool True"),
+    # --- implicit_reward_accuracy --------------------------------------------------
+    case("implicit_reward_accuracy shapes differ",
+         "llmlab.alignment.implicit_reward_accuracy",
+         lambda: implicit_reward_accuracy(_x(3), _x(2)), V, "rejected_rewards",
+         r"rejected_rewards must have shape \(batch,\), got shape \(2,\): batch is 2, "
+         r"but chosen_rewards has batch 3"),
+    case("implicit_reward_accuracy of a bool mask",
+         "llmlab.alignment.implicit_reward_accuracy",
+         lambda: implicit_reward_accuracy(_x(3, dtype=torch.bool), _x(3)), V,
+         "chosen_rewards", r"chosen_rewards must be a floating-point tensor, got dtype "
+         r"torch\.bool"),
+]
+
+# Good-input controls: the same calls done right, which must go through.
+GOOD: list[tuple[str, Callable[[], object]]] = [
+    ("sequence_logprobs of the last token only",
+     lambda: _logps(_llama_lm(), _mask((3, 4), (1, 2)))),
+    ("dpo_loss of a tiny beta", lambda: _dpo(1e-9)),
+    ("dpo_loss of an int beta", lambda: _dpo(1)),
+    ("dpo_loss of one pair", lambda: _dpo(pc=_x(1), pr=_x(1), rc=_x(1), rr=_x(1))),
+    ("implicit_reward_accuracy of one pair",
+     lambda: implicit_reward_accuracy(_x(1), _x(1)) == 0.0),
+]
