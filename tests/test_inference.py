@@ -287,3 +287,11 @@ def test_sampling_with_a_seed_is_reproducible():
     runs = [speculative_generate(target, draft, [1, 2, 3], 9, 3, 1.0,
                                  torch.Generator().manual_seed(7)) for _ in range(2)]
     assert runs[0] == runs[1] and len(runs[0][0]) == 9
+
+
+def test_a_linear_layer_reached_under_two_names_is_skipped():
+    shared = nn.Linear(4, 4)
+    model = nn.Sequential(shared, nn.Linear(4, 2), shared)
+    report = quantize_weights(model, 8)
+    assert report.layers == ("1",) and report.skipped == ("0", "2")
+    assert model[0] is model[2] is shared

@@ -269,10 +269,13 @@ def quantize_weights(
 def _named_children(
     model: nn.Module,
 ) -> Iterator[tuple[str, nn.Module, str, nn.Module]]:
-    """``(path, parent, attribute name, child)`` for every sub-module of ``model``."""
-    for parent_path, parent in model.named_modules():
-        for name, child in parent.named_children():
-            yield f"{parent_path}.{name}" if parent_path else name, parent, name, child
+    """``(path, parent, attribute name, child)`` for every sub-module of ``model``,
+    in the model's order (``layers.0.attn.q_proj`` before ``lm_head``); a module
+    reached under two names comes twice."""
+    for path, child in model.named_modules(remove_duplicate=False):
+        if path:
+            parent_path, _, name = path.rpartition(".")
+            yield path, model.get_submodule(parent_path), name, child
 
 
 def _check_bits(bits: object) -> int:

@@ -111,12 +111,14 @@ def speculative_generate(
     if generator is not None:
         check_type("generator", generator, torch.Generator, expected="a torch.Generator")
     modes = target.training, draft.training
-    target.eval(), draft.eval()
+    target.eval()
+    draft.eval()
     try:
         new, stats = _speculate(target, draft, ids, max_new_tokens, k, temperature,
                                 generator)
     finally:
-        target.train(modes[0]), draft.train(modes[1])
+        target.train(modes[0])
+        draft.train(modes[1])
     return new, stats
 
 
