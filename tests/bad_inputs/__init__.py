@@ -24,6 +24,8 @@ its target is defined in:
   ("Fine-tuning");
 * ``alignment.py``: llmlab.alignment (DPO: ``sequence_logprobs``, ``dpo_loss``,
   ``implicit_reward_accuracy``) ("Preference alignment");
+* ``inference.py``: llmlab.inference (weight quantization, speculative decoding)
+  ("Faster inference");
 * ``distributed.py``: llmlab.flops, llmlab.memory, llmlab.hardware,
   llmlab.distributed, llmlab.experiments.distributed, llmlab.report.distributed;
 * ``core.py``: what several lectures share: llmlab.checks, llmlab.functional,
