@@ -27,10 +27,12 @@ from llmlab.finetune import (
     SupervisedData,
     add_lora,
     end_of_text_id,
+    exact_match,
     merge_lora,
     supervised_data,
     supervised_example,
 )
+from llmlab.generation import generate
 from llmlab.layers import Linear
 from llmlab.models.llama import TransformerLM
 from llmlab.params import count_parameters
@@ -367,3 +369,24 @@ def test_train_refuses_supervised_data_longer_than_the_model():
     with pytest.raises(ValueError, match=r"train_data holds an example of 22 tokens, "
                        r"more than the model's context_length \(16\)"):
         train(model, AdamW(model.parameters()), data, steps=1, batch_size=1)
+
+
+def test_exact_match_is_greedy_generation_in_one_forward_pass():
+    """Trained part of the way, the model writes some answers exactly and not
+    others; for each, one forward pass says what greedy generation does."""
+    tok = _byte_tokenizer()
+    eot = end_of_text_id(tok)
+    data = supervised_data(tok, PAIRS)
+    model = _lm()
+    agreed = set()
+    for steps in (0, 10, 30, 60):
+        if steps:
+            train(model, AdamW(model.parameters(), lr=3e-2, weight_decay=0.0), data,
+                  steps=steps, batch_size=6)
+        one_pass = exact_match(model, data).tolist()
+        written = [generate(model, tok.encode(p), 3, greedy=True, eos_token_id=eot)
+                   for p, _ in PAIRS]
+        assert one_pass == [w == tok.encode(a) + [eot] for w, (_, a) in zip(written, PAIRS)]
+        agreed.update(one_pass)
+        assert model.training  # put back as it was
+    assert agreed == {True, False}  # both outcomes were checked

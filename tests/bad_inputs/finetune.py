@@ -1,5 +1,6 @@
 """Bad inputs of "Fine-tuning": llmlab.finetune (LoRA, supervised examples, and
-``SupervisedData``, which lives in llmlab.training.data for the training loop).
+``SupervisedData``, which lives in llmlab.training.data for the training loop),
+llmlab.experiments.finetune and llmlab.report.finetune.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
 tests/bad_inputs/__init__.py)."""
@@ -11,13 +12,16 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+import llmlab.experiments.finetune as exp_finetune
 import llmlab.models.gpt2 as gpt2
+import llmlab.report.finetune as report_finetune
 from llmlab.finetune import (
     END_OF_TEXT,
     LoRALinear,
     SupervisedData,
     add_lora,
     end_of_text_id,
+    exact_match,
     merge_lora,
     supervised_data,
     supervised_example,
@@ -174,6 +178,58 @@ CASES: list[Case] = [
     case("SupervisedData too long", "llmlab.finetune.SupervisedData",
          lambda: SupervisedData([([1, 2, 3], [2, 3, 4])], 0, context_length=2), V,
          "context_length", r"examples\[0\] has 3 tokens, more than context_length \(2\)"),
+    case("exact_match of a tensor", "llmlab.finetune.exact_match",
+         lambda: exact_match(_llama_lm(), torch.zeros(2, 3, dtype=torch.long)), T, "data",
+         r"data must be a SupervisedData \(supervised_data\), got Tensor"),
+    case("exact_match of a function", "llmlab.finetune.exact_match",
+         lambda: exact_match(lambda x: x, _data()), T, "model",
+         r"model must be a torch\.nn\.Module"),
+    # --- llmlab.experiments.finetune -----------------------------------------------
+    case("task_examples of another corpus", "llmlab.experiments.finetune.task_examples",
+         lambda: exp_finetune.task_examples("wikipedia"), V, "corpus",
+         r"corpus must be one of"),
+    case("task_examples of more lines than the corpus",
+         "llmlab.experiments.finetune.task_examples",
+         lambda: exp_finetune.task_examples("shakespeare", n_held_out=100_000), V,
+         "n_held_out", r"fewer than the 100000 asked for \(n_held_out\)"),
+    case("run_finetune of another method", "llmlab.experiments.finetune.run_finetune",
+         lambda: exp_finetune.run_finetune("tang", method="prefix"), V, "method",
+         r"method must be one of"),
+    case("run_finetune of LoRA rank 0", "llmlab.experiments.finetune.run_finetune",
+         lambda: exp_finetune.run_finetune("tang", method="lora", rank=0), V, "rank",
+         r"rank must be an int >= 1, got 0"),
+    case("run_finetune of lr nan", "llmlab.experiments.finetune.run_finetune",
+         lambda: exp_finetune.run_finetune("tang", lr=NAN), V, "lr", r"lr must be a finite"),
+    case("run_finetune_comparison of ranks 4", "llmlab.experiments.finetune.run_finetune_comparison",
+         lambda: exp_finetune.run_finetune_comparison("tang", ranks=4), T, "ranks",
+         r"ranks must be a tuple of ints, got int"),
+    case("lora_at_scale of rank 0", "llmlab.experiments.finetune.lora_at_scale",
+         lambda: exp_finetune.lora_at_scale(0), V, "rank", r"rank must be an int >= 1, got 0"),
+    # --- llmlab.report.finetune ----------------------------------------------------
+    case("comparison_table of None", "llmlab.report.finetune.comparison_table",
+         lambda: report_finetune.comparison_table(None), T, "comparison",
+         r"comparison must be a FinetuneComparison"),
+    case("examples_table of None", "llmlab.report.finetune.examples_table",
+         lambda: report_finetune.examples_table(None), T, "task",
+         r"task must be a FinetuneTask"),
+    case("forgetting_table of a run", "llmlab.report.finetune.forgetting_table",
+         lambda: report_finetune.forgetting_table(None), T, "comparisons[0]",
+         r"comparisons\[0\] must be a FinetuneComparison"),
+    case("loss_figure of None", "llmlab.report.finetune.loss_figure",
+         lambda: report_finetune.loss_figure(None), T, "comparison",
+         r"comparison must be a FinetuneComparison"),
+    case("lora_checks_table of None", "llmlab.report.finetune.lora_checks_table",
+         lambda: report_finetune.lora_checks_table(None), T, "comparison",
+         r"comparison must be a FinetuneComparison"),
+    case("masking_table of bytes", "llmlab.report.finetune.masking_table",
+         lambda: report_finetune.masking_table(ByteTokenizer(), "a", "b"), T, "tokenizer",
+         r"tokenizer must be a Tokenizer"),
+    case("outputs_table of None", "llmlab.report.finetune.outputs_table",
+         lambda: report_finetune.outputs_table(None), T, "run", r"run must be a FinetuneRun"),
+    case("run_name of None", "llmlab.report.finetune.run_name",
+         lambda: report_finetune.run_name(None), T, "run", r"run must be a FinetuneRun"),
+    case("scale_table of None", "llmlab.report.finetune.scale_table",
+         lambda: report_finetune.scale_table(None), T, "scale", r"scale must be a LoRAAtScale"),
     case("SupervisedData batch of 0", "llmlab.finetune.SupervisedData",
          lambda: _data().batch(0), V, "batch_size", r"batch_size must be an int >= 1, got 0"),
     case("SupervisedData batch seed for a generator", "llmlab.finetune.SupervisedData",

@@ -3,7 +3,8 @@
 * :mod:`~llmlab.finetune.sft`: ``supervised_example`` (ids and targets of a prompt
   and its response), ``supervised_data`` -> ``SupervisedData`` (from
   :mod:`llmlab.training.data`, where ``llmlab.training.train`` reads it),
-  ``IGNORE_INDEX``.
+  ``IGNORE_INDEX``; ``exact_match`` (whether greedy decoding would write each
+  response exactly, from one forward pass).
 * :mod:`~llmlab.finetune.lora`: ``LoRALinear``, ``add_lora``, ``merge_lora``.
 
 Training is :func:`llmlab.training.train` itself, given a ``SupervisedData``; the
@@ -19,6 +20,7 @@ from llmlab.finetune.sft import (
     IGNORE_INDEX,
     SupervisedData,
     end_of_text_id,
+    exact_match,
     supervised_data,
     supervised_example,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "SupervisedData",
     "add_lora",
     "end_of_text_id",
+    "exact_match",
     "merge_lora",
     "supervised_data",
     "supervised_example",

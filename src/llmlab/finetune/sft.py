@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llmlab.checks import check_bool, check_int, check_str, check_type
+import torch
+from torch import Tensor, nn
+
+from llmlab.checks import check_bool, check_int, check_module, check_str, check_type
 from llmlab.tokenization import END_OF_TEXT, Tokenizer
 from llmlab.training.data import IGNORE_INDEX, SupervisedData
 
@@ -28,6 +31,7 @@ __all__ = [
     "IGNORE_INDEX",
     "SupervisedData",
     "end_of_text_id",
+    "exact_match",
     "supervised_data",
     "supervised_example",
 ]
@@ -123,3 +127,36 @@ def supervised_data(
     examples = [supervised_example(tokenizer, prompt, response, mask_prompt)
                 for prompt, response in pairs]
     return SupervisedData(examples, pad_id=eot, context_length=context_length)
+
+
+@torch.no_grad()
+def exact_match(model: nn.Module, data: SupervisedData) -> Tensor:
+    """Per example, whether greedy decoding would write its response exactly and stop.
+
+    One forward pass over the padded examples: greedy decoding writes the response
+    exactly (and then the end-of-text) if and only if, read with the correct
+    prefix, the most likely next token is the target at every position that
+    counts. At the first position where it is not, greedy decoding would have
+    written that token instead and left the response. So this is the exact-match
+    accuracy of generation, measured without generating.
+
+    Args:
+        model: Maps int64 ``(N, T)`` ids to ``(N, T, vocab_size)`` logits.
+        data: The examples, e.g. ``supervised_data(tokenizer, pairs)`` (their
+            prompts masked: only the response and its end count).
+
+    Returns:
+        bool ``(N,)``: ``True`` where every target that counts is the argmax.
+
+    Taught on: "Fine-tuning".
+    """
+    check_module("model", model)
+    check_type("data", data, SupervisedData, expected="a SupervisedData (supervised_data)")
+    was_training = model.training
+    model.eval()
+    try:
+        predicted = model(data.inputs).argmax(-1)  # (N, T)
+    finally:
+        model.train(was_training)
+    counts = data.targets != IGNORE_INDEX  # (N, T)
+    return ((predicted == data.targets) | ~counts).all(-1)  # (N,)
