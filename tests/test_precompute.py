@@ -91,7 +91,8 @@ def test_the_course_computes_what_its_pages_call() -> None:
     calls = manifest.find_calls(ROOT / "docs", ROOT / "examples")
     assert len(calls) > 40
     assert {c.page for c in calls if c.page.startswith("examples/")} == {
-        "examples/copy_task_heads.py", "examples/train_tiny_lm.py"}
+        "examples/copy_task_heads.py", "examples/finetune_lora.py",
+        "examples/train_tiny_lm.py"}
     for call in calls:
         jobs = scheduler.plan_jobs(call)
         assert jobs[-1]["name"] == call.name
