@@ -15,6 +15,7 @@ from llmlab.experiments.finetune import (
 )
 from llmlab.finetune import IGNORE_INDEX, supervised_example
 from llmlab.report import Label, Localized, fmt_float, fmt_int, fmt_pct, label, line_plot, table
+from llmlab.report.tokenization import tokens_html
 from llmlab.tokenization import Tokenizer
 
 __all__ = [
@@ -63,24 +64,19 @@ def examples_table(task: FinetuneTask, n: int = 4) -> Localized:
 
 def masking_table(tokenizer: Tokenizer, prompt: str, response: str) -> Localized:
     """One example position by position: the token read, and the token to predict
-    with the prompt masked and without (``·``: not in the loss)."""
+    with the prompt masked and without (``·``: not in the loss); tokens as chips
+    (:func:`llmlab.report.tokenization.tokens_html`: a piece of a character as its bytes)."""
     check_type("tokenizer", tokenizer, Tokenizer)
     masked = supervised_example(tokenizer, prompt, response, mask_prompt=True)
     plain = supervised_example(tokenizer, prompt, response, mask_prompt=False)
 
-    def token(token_id: int) -> str:  # a piece of a character: its bytes
-        text = tokenizer.decode([token_id])
-        if "\ufffd" not in text:
-            return _shown(text)
-        return "`" + "".join(f"\\x{b:02x}" for b in tokenizer.vocab[token_id]) + "`"
-
-    def shown(token_id: int) -> str:
-        return "·" if token_id == IGNORE_INDEX else token(token_id)
+    def shown(token_id: int) -> str:  # a chip, as the tokenization lecture shows tokens
+        return "·" if token_id == IGNORE_INDEX else tokens_html([tokenizer.vocab[token_id]])
 
     headers = [label("位置", "position"), label("读入的 token", "token read"),
                label("目标（遮住提示）", "target (prompt masked)"),
                label("目标（不遮）", "target (not masked)")]
-    rows = [[i, token(t), shown(m), shown(u)]
+    rows = [[i, shown(t), shown(m), shown(u)]
             for i, (t, m, u) in enumerate(zip(masked[0], masked[1], plain[1]))]
     return table(headers, rows)
 
