@@ -260,6 +260,17 @@ def test_a_tied_output_layer_is_refused_and_untied_layers_adapt():
         torch.testing.assert_close(model(x), before)
 
 
+def test_a_layer_reached_under_two_names_is_refused():
+    """One layer in two places would get two adapters on one weight, and merging
+    would add both updates to it: refused, naming it, with the model unchanged."""
+    model = _lm()
+    model.layers[1].attn.q_proj = model.layers[0].attn.q_proj  # the same module twice
+    with pytest.raises(ValueError, match=r"layers\.0\.attn\.q_proj\.weight is shared"):
+        add_lora(model, 2, 1.0)
+    assert not any(isinstance(m, LoRALinear) for m in model.modules())
+    assert add_lora(model, 2, 1.0, targets=("v_proj",)) == 2 * 2 * (16 + 16)
+
+
 # --------------------------------------------------------------------------------------
 # supervised examples
 # --------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ Taught on: "Fine-tuning".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -33,12 +32,11 @@ from llmlab.checks import (
     check_tensor,
     check_type,
 )
-from llmlab.layers import Linear
+from llmlab._surgery import LINEAR, named_children, shared
 from llmlab.params import count_parameters
 
 __all__ = ["LoRALinear", "add_lora", "merge_lora"]
 
-_LINEAR = (Linear, nn.Linear)  # the layers LoRA wraps
 
 
 class LoRALinear(nn.Module):
@@ -64,7 +62,7 @@ class LoRALinear(nn.Module):
 
     def __init__(self, base: nn.Module, rank: int, alpha: float) -> None:
         super().__init__()
-        check_type("base", base, _LINEAR,
+        check_type("base", base, LINEAR,
                    expected="a llmlab.layers.Linear or torch.nn.Linear")
         self.rank = _check_rank(rank, base, "base")
         self.alpha = check_finite_float("alpha", alpha, minimum=0.0, open_min=True)
@@ -123,7 +121,7 @@ def add_lora(
     if any(isinstance(m, LoRALinear) for m in model.modules()):
         raise ValueError("model already has LoRA adapters; merge them (merge_lora) "
                          "before adding others")
-    found = list(_named_children(model))
+    found = list(named_children(model))
     targets = _check_targets(targets, found, model)
     layers = [(path, parent, name, child) for path, parent, name, child in found
               if name in targets]
@@ -156,7 +154,7 @@ def merge_lora(model: nn.Module) -> nn.Module:
     if isinstance(model, LoRALinear):
         return _merged(model)
     adapted = [(parent, name, child) for _, parent, name, child
-               in _named_children(model) if isinstance(child, LoRALinear)]
+               in named_children(model) if isinstance(child, LoRALinear)]
     if not adapted:
         raise ValueError(f"model ({type(model).__name__}) has no LoRA adapters to "
                          "merge; add_lora adds them, and merging removes them")
@@ -171,16 +169,6 @@ def _merged(layer: LoRALinear) -> nn.Module:
     delta = layer.scaling * (layer.lora_B @ layer.lora_A)  # (d_out, r) @ (r, d_in)
     layer.base.weight += delta  # (d_out, d_in)
     return layer.base
-
-
-def _named_children(
-    model: nn.Module,
-) -> Iterator[tuple[str, nn.Module, str, nn.Module]]:
-    """``(path, parent, attribute name, child)`` for every sub-module of ``model``;
-    ``path`` is the child's name in ``model`` (``"layers.0.attn.q_proj"``)."""
-    for parent_path, parent in model.named_modules():
-        for name, child in parent.named_children():
-            yield f"{parent_path}.{name}" if parent_path else name, parent, name, child
 
 
 # a local composite (rank against a layer's sizes), built from llmlab.checks
@@ -204,26 +192,22 @@ def _check_targets(
     targets = check_strs("targets", targets)
     if not targets:
         raise ValueError("targets must name at least one layer, got ()")
-    linear = sorted({name for _, _, name, child in found if isinstance(child, _LINEAR)})
+    linear = sorted({name for _, _, name, child in found if isinstance(child, LINEAR)})
     names = ", ".join(map(repr, linear)) or "none"
     for target in targets:
         kinds = {type(child).__name__ for _, _, name, child in found if name == target}
         if not kinds:
             raise ValueError(f"targets names {target!r}, but model has no layer of "
                              f"that name; its linear layers are {names}")
-        if not all(isinstance(child, _LINEAR) for _, _, name, child in found
+        if not all(isinstance(child, LINEAR) for _, _, name, child in found
                    if name == target):
             raise ValueError(f"targets names {target!r}, which is a "
                              f"{' or '.join(sorted(kinds))}, not a linear layer; the "
                              f"linear layers of model are {names}")
-    # a weight shared with another module (an output layer tied to the embedding)
-    # would change in both places when merged
-    owners: dict[int, int] = {}
-    for module in model.modules():
-        for p in module.parameters(recurse=False):
-            owners[id(p)] = owners.get(id(p), 0) + 1
-    for path, _, name, child in found:
-        if name in targets and owners[id(child.weight)] > 1:
-            raise ValueError(f"targets names {name!r}, but {path}.weight is shared "
-                             "with another module (tied); merging would change both")
+    # a weight shared with another module (an output layer tied to the embedding), or
+    # a layer reached under two names, would change in both places when merged
+    for path in shared(model, [entry for entry in found if entry[2] in targets]):
+        name = path.rpartition(".")[2]
+        raise ValueError(f"targets names {name!r}, but {path}.weight is shared "
+                         "with another module (tied); merging would change both")
     return targets

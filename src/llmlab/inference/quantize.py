@@ -24,7 +24,6 @@ Taught on: "Faster inference".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -39,7 +38,7 @@ from llmlab.checks import (
     check_tensors,
     check_type,
 )
-from llmlab.layers import Linear
+from llmlab._surgery import LINEAR, named_children, shared
 
 __all__ = [
     "QuantizationReport",
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 BITS = (4, 8)  # the widths of the codes
-_LINEAR = (Linear, nn.Linear)  # the layers quantize_weights replaces
 
 
 def _qmax(bits: int) -> int:
@@ -138,7 +136,7 @@ class QuantizedLinear(nn.Module):
 
     def __init__(self, base: nn.Module, bits: int, group_size: int | None = None) -> None:
         super().__init__()
-        check_type("base", base, _LINEAR,
+        check_type("base", base, LINEAR,
                    expected="a llmlab.layers.Linear or torch.nn.Linear")
         self.bits = _check_bits(bits)
         _check_group_size(group_size, base.in_features, "base")
@@ -235,16 +233,8 @@ def quantize_weights(
     check_module("model", model)
     bits = _check_bits(bits)
     linear = [(path, parent, name, child) for path, parent, name, child
-              in _named_children(model) if isinstance(child, _LINEAR)]
-    owners: dict[int, int] = {}
-    for module in model.modules():
-        for p in module.parameters(recurse=False):
-            owners[id(p)] = owners.get(id(p), 0) + 1
-    seen: dict[int, int] = {}  # a layer reached under two names is shared too
-    for _, _, _, child in linear:
-        seen[id(child)] = seen.get(id(child), 0) + 1
-    tied = tuple(path for path, _, _, child in linear
-                 if owners[id(child.weight)] > 1 or seen[id(child)] > 1)
+              in named_children(model) if isinstance(child, LINEAR)]
+    tied = tuple(shared(model, linear))  # tied weights, layers reached under two names
     layers = [entry for entry in linear if entry[0] not in tied]
     if not layers:
         found = (f"its linear layers {', '.join(tied)} are tied to other modules"
@@ -264,18 +254,6 @@ def quantize_weights(
         setattr(parent, name, quantized)
     return QuantizationReport(bits, group_size, tuple(p for p, *_ in layers), tied,
                               float_bytes, quantized_bytes, max_error)
-
-
-def _named_children(
-    model: nn.Module,
-) -> Iterator[tuple[str, nn.Module, str, nn.Module]]:
-    """``(path, parent, attribute name, child)`` for every sub-module of ``model``,
-    in the model's order (``layers.0.attn.q_proj`` before ``lm_head``); a module
-    reached under two names comes twice."""
-    for path, child in model.named_modules(remove_duplicate=False):
-        if path:
-            parent_path, _, name = path.rpartition(".")
-            yield path, model.get_submodule(parent_path), name, child
 
 
 def _check_bits(bits: object) -> int:
