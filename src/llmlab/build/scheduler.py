@@ -144,15 +144,14 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
                         continue
                     pending.discard(job["key"])
                     own = pool(1) if job["machine"] else None  # a fresh process
-                    executor = shared if own is None else own.__enter__()
-                    running[executor.submit(compute, job)] = (job, own)
+                    running[(own or shared).submit(compute, job)] = (job, own)
                 if not running:
                     raise RuntimeError(f"jobs wait on each other: {sorted(pending)}")
                 finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished_now:
                     job, own = running.pop(future)
                     if own is not None:
-                        own.__exit__(None, None, None)
+                        own.shutdown()
                     done.append({**job, "seconds": future.result()[1]})
                     finished.add(job["key"])
                     if on_done is not None:
@@ -160,7 +159,7 @@ def run_jobs(jobs: list[dict[str, Any]], deps: dict[str, set[str]], workers: int
         finally:  # on an error, the timings' own processes end too
             for _, own in running.values():
                 if own is not None:
-                    own.__exit__(None, None, None)
+                    own.shutdown()
     return done
 
 
