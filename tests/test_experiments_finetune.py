@@ -108,3 +108,12 @@ def test_the_report_tables_name_every_run(comparison, lang: str, monkeypatch) ->
     assert targets[-4:-1] == ["As", "k", "&#60;&#124;endoftext&#124;&#62;"]
     assert set(targets[:-4] + targets[-1:]) == {"·"}
     assert "<img" in str(report.loss_figure(comparison))
+
+
+def test_a_run_does_not_depend_on_what_ran_before_it_in_the_process() -> None:
+    """Workers run jobs one after another: a LoRA run draws its A from its own seed,
+    not from whatever random numbers an earlier job left behind."""
+    first = run_finetune.uncached("shakespeare", method="lora", rank=1, steps=2)
+    torch.randn(1000)  # an earlier job's draws
+    again = run_finetune.uncached("shakespeare", method="lora", rank=1, steps=2)
+    assert again.losses == first.losses and again.accuracy == first.accuracy

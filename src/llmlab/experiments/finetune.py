@@ -245,6 +245,7 @@ def run_finetune(
     base_accuracy = _accuracy_per_answer(model, held_out)
     before = _corpus_loss(model, corpus_ids)
     init_difference = merge_difference = None
+    torch.manual_seed(seed)  # LoRA's A: the same draw in every process
     if method == "lora":
         probe = held_out.inputs[:4]  # (4, T)
         with torch.no_grad():
@@ -254,7 +255,6 @@ def run_finetune(
             init_difference = float((model(probe) - base_logits).abs().max())
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = AdamW(trainable, lr=lr, weight_decay=0.0)
-    torch.manual_seed(seed)
     result = train(model, optimizer, train_data, steps=steps, batch_size=batch_size,
                    max_grad_norm=1.0, seed=seed)
     accuracy = _accuracy_per_answer(model, held_out)
