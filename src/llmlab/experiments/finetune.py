@@ -35,7 +35,7 @@ import torch
 
 from llmlab.build.cache import cached, part_results
 from llmlab.checks import check_bool, check_choice, check_finite_float, check_int, check_sizes
-from llmlab.finetune import add_lora, exact_match, merge_lora, supervised_data
+from llmlab.finetune import add_lora, end_of_text_id, exact_match, merge_lora, supervised_data
 from llmlab.generation import generate
 from llmlab.models.llama import LLAMA2_7B, TransformerLM
 from llmlab.params import count_parameters
@@ -268,7 +268,7 @@ def run_finetune(
             adapted = model(held_out.inputs)
             merge_lora(model)
             merge_difference = float((model(held_out.inputs) - adapted).abs().max())
-    eot = tokenizer.special_ids["<|endoftext|>"]
+    eot = end_of_text_id(tokenizer)
     outputs = []
     for prompt, _ in task.held_out[:2]:  # one of each answer
         written = generate(model, tokenizer.encode(prompt), 4, greedy=True,

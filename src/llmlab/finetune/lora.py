@@ -38,7 +38,6 @@ from llmlab.params import count_parameters
 __all__ = ["LoRALinear", "add_lora", "merge_lora"]
 
 
-
 class LoRALinear(nn.Module):
     r"""A frozen linear layer plus a trainable low-rank update.
 

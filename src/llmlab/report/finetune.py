@@ -15,6 +15,7 @@ from llmlab.experiments.finetune import (
 )
 from llmlab.finetune import IGNORE_INDEX, supervised_example
 from llmlab.report import Label, Localized, fmt_float, fmt_int, fmt_pct, label, line_plot, table
+from llmlab.report.distributed import fmt_bytes
 from llmlab.report.tokenization import tokens_html
 from llmlab.tokenization import Tokenizer
 
@@ -29,14 +30,6 @@ __all__ = [
     "run_name",
     "scale_table",
 ]
-
-
-def _bytes(n: int) -> str:
-    """Bytes in the unit that keeps the number short (binary units)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{fmt_float(n / size, 1)} {unit}"
-    return f"{fmt_int(n)} B"
 
 
 def _shown(text: str) -> str:
@@ -96,7 +89,7 @@ def comparison_table(comparison: FinetuneComparison) -> Localized:
              "0 B", *[fmt_pct(a) for a in base], fmt_pct(sum(base) / len(base))]]
     for run in comparison.runs:
         rows.append([run_name(run), fmt_int(run.trainable), fmt_pct(run.trainable_share, 2),
-                     _bytes(run.optimizer_state_bytes), *[fmt_pct(a) for a in run.accuracy],
+                     fmt_bytes(run.optimizer_state_bytes), *[fmt_pct(a) for a in run.accuracy],
                      fmt_pct(run.mean_accuracy)])
     return table(headers, rows)
 
@@ -156,8 +149,8 @@ def scale_table(scale: LoRAAtScale) -> Localized:
                label("占比", "share"),
                label("AdamW 状态（float32 的 m 和 v）", "AdamW state (float32 m and v)")]
     rows = [[label("全量微调", "full fine-tuning"), fmt_int(scale.total_parameters),
-             fmt_pct(1.0), _bytes(scale.full_adamw_bytes)],
+             fmt_pct(1.0), fmt_bytes(scale.full_adamw_bytes)],
             [label(f"LoRA，r = {scale.rank}（q、v）", f"LoRA, r = {scale.rank} (q, v)"),
              fmt_int(scale.trainable), fmt_pct(scale.trainable_share, 3),
-             _bytes(scale.lora_adamw_bytes)]]
+             fmt_bytes(scale.lora_adamw_bytes)]]
     return table(headers, rows)
