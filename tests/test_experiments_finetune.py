@@ -14,6 +14,7 @@ from llmlab.experiments.finetune import (
     lora_at_scale,
     run_finetune,
     run_finetune_comparison,
+    score_base_model,
     task_examples,
 )
 from llmlab.finetune import IGNORE_INDEX, supervised_data
@@ -64,6 +65,8 @@ def test_a_comparison_runs_full_masked_unmasked_then_each_rank(comparison) -> No
         assert len(run.losses) == 2 and run.base_accuracy == [0.0, 0.0]
         assert len(run.outputs) == 2 and run.corpus_loss_before > 0
     assert full.corpus_loss_before == lora.corpus_loss_before  # the same base model
+    base = score_base_model("shakespeare")  # one part, shared by every run
+    assert (base.accuracy, base.corpus_loss) == (full.base_accuracy, full.corpus_loss_before)
     assert lora.init_difference == 0.0 and lora.merge_difference < 1e-4
     assert full.init_difference is None and full.merge_difference is None
 

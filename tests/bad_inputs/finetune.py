@@ -203,6 +203,9 @@ CASES: list[Case] = [
     case("run_finetune_comparison of ranks 4", "llmlab.experiments.finetune.run_finetune_comparison",
          lambda: exp_finetune.run_finetune_comparison("tang", ranks=4), T, "ranks",
          r"ranks must be a tuple of ints, got int"),
+    case("score_base_model of another corpus", "llmlab.experiments.finetune.score_base_model",
+         lambda: exp_finetune.score_base_model("wikipedia"), V, "corpus",
+         r"corpus must be one of"),
     case("lora_at_scale of rank 0", "llmlab.experiments.finetune.lora_at_scale",
          lambda: exp_finetune.lora_at_scale(0), V, "rank", r"rank must be an int >= 1, got 0"),
     # --- llmlab.report.finetune ----------------------------------------------------

@@ -46,6 +46,7 @@ from llmlab.training.optim import AdamW
 __all__ = [
     "ANSWERS",
     "LEARNING_RATES",
+    "BaseScores",
     "QUESTIONS",
     "FinetuneComparison",
     "FinetuneRun",
@@ -54,6 +55,7 @@ __all__ = [
     "lora_at_scale",
     "run_finetune",
     "run_finetune_comparison",
+    "score_base_model",
     "task_examples",
 ]
 
@@ -206,7 +208,46 @@ def _corpus_loss(model: torch.nn.Module, ids: torch.Tensor) -> float:
                          num_batches=1)
 
 
-@cached(cost=1.8)  # seconds on one core: load, 20 steps, a few forward passes
+@dataclasses.dataclass
+class BaseScores:
+    """The base model before fine-tuning, as every run of its corpus measures it.
+
+    Attributes:
+        accuracy: Held-out exact-match accuracy per answer.
+        corpus_loss: Loss (nats per token) on the end of its corpus.
+    """
+
+    accuracy: list[float]
+    corpus_loss: float
+
+
+def _task_data(corpus: str):
+    """The task, the base model, its tokenizer, the held-out examples and the end of
+    its corpus."""
+    task = task_examples(corpus)
+    model, tokenizer = load(corpus)
+    held_out = supervised_data(tokenizer, task.held_out)
+    corpus_ids = torch.tensor(tokenizer.encode(training_text(corpus)[-HELD_OUT_TEXT_CHARS:]))
+    return task, model, tokenizer, held_out, corpus_ids
+
+
+@cached(cost=0.3)  # seconds on one core: load, two forward passes
+def score_base_model(corpus: str) -> BaseScores:
+    """The base model ``corpus`` scored once for all its runs: its held-out
+    accuracy per answer and its loss on the end of its corpus.
+
+    Taught on: "Fine-tuning".
+    """
+    check_choice("corpus", corpus, NAMES)
+    _, model, _, held_out, corpus_ids = _task_data(corpus)
+    return BaseScores(_accuracy_per_answer(model, held_out), _corpus_loss(model, corpus_ids))
+
+
+def _finetune_parts(corpus: str, **_: object) -> list:
+    return [(score_base_model, dict(corpus=corpus))]
+
+
+@cached(parts=_finetune_parts, cost=1.6)  # seconds on one core: load, 20 steps
 def run_finetune(
     corpus: str,
     method: str = "full",
@@ -237,13 +278,9 @@ def run_finetune(
         "lr", lr, minimum=0.0, open_min=True)
     check_int("seed", seed, minimum=0)
     rank = rank if method == "lora" else 0
-    task = task_examples(corpus)
-    model, tokenizer = load(corpus)
-    held_out = supervised_data(tokenizer, task.held_out)
+    [base] = part_results(_finetune_parts, corpus=corpus)
+    task, model, tokenizer, held_out, corpus_ids = _task_data(corpus)
     train_data = supervised_data(tokenizer, task.train, mask_prompt=mask_prompt)
-    corpus_ids = torch.tensor(tokenizer.encode(training_text(corpus)[-HELD_OUT_TEXT_CHARS:]))
-    base_accuracy = _accuracy_per_answer(model, held_out)
-    before = _corpus_loss(model, corpus_ids)
     init_difference = merge_difference = None
     torch.manual_seed(seed)  # LoRA's A: the same draw in every process
     if method == "lora":
@@ -278,8 +315,8 @@ def run_finetune(
         corpus=corpus, method=method, rank=rank, mask_prompt=mask_prompt, steps=steps,
         batch_size=batch_size, lr=lr, seed=seed, total_parameters=total,
         trainable=n_trainable, optimizer_state_bytes=state_bytes,
-        base_accuracy=base_accuracy, accuracy=accuracy, losses=list(result.losses),
-        corpus_loss_before=before, corpus_loss_after=after,
+        base_accuracy=base.accuracy, accuracy=accuracy, losses=list(result.losses),
+        corpus_loss_before=base.corpus_loss, corpus_loss_after=after,
         init_difference=init_difference, merge_difference=merge_difference,
         outputs=outputs)
 
