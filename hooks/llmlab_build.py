@@ -2,26 +2,20 @@
 the work is done by plain functions of ``llmlab.build``, which a builder without
 hooks can call too.
 
-1. ``python -m llmlab.build.precompute`` computes the experiments and notebooks (started
-   in ``on_pre_build`` when its inputs changed, in its own process, while pages
-   render). Pages read results from the content-addressed cache and never compute
-   (``LLMLAB_CACHE_MISS``); precompute reads what to compute from the pages'
-   blocks, and a call it did not find there fails the build.
-2. The python fence of markdown-exec gets ``llmlab.build.blocks.format_block``
-   (markdown-exec's documented ``formatter`` and ``base_format``): each block runs
-   once, with ``LLMLAB_LANG`` set to its page's language, its output and HTML kept
-   in memory and on disk (an unchanged build or a prose edit under ``serve`` runs
-   no block); the English twin runs right after the Chinese page.
+1. ``python -m llmlab.build.precompute`` computes the experiments and notebooks in its
+   own process while pages render (when its inputs changed). Pages read results from
+   the cache and never compute; a call precompute did not find fails the build.
+2. markdown-exec's python fence gets ``llmlab.build.blocks.format_block`` (its documented
+   ``formatter``): each block runs once per language (``LLMLAB_LANG``), its output
+   and HTML kept in memory and on disk; the English twin runs right after the Chinese.
 3. Notebook pages are stubs that include (``pymdownx.snippets``) the Markdown
    precompute wrote per language; their downloads are copied next to them.
-4. Each page's HTML goes through ``llmlab.build.html`` (``python -m llmlab.build.html``
-   runs the same on a built site): Chinese line breaks joined, slim code blocks,
-   MathML, figures as files; search indexes a copy with only the tags it keeps
-   (a page unchanged since the last build is not processed again).
-5. Material's language selector reads ``sitemap.xml`` in each language folder and
-   next to every ``<link rel="alternate">``; static-i18n writes only the root one
-   and points those links at translations: the sitemap is copied, the links point
-   at the language roots. The search dialog gets an accessible name.
+4. Each page's HTML goes through ``llmlab.build.html`` (also runnable on a built site):
+   Chinese line breaks joined, slim code blocks, MathML, figures as files; search
+   indexes a copy with only the tags it keeps (an unchanged page is not done again).
+5. Material's language selector reads ``sitemap.xml`` in each language folder (static-i18n
+   writes the root one only): it is copied, the alternate links point at the language
+   roots. The search dialog gets an accessible name.
 """
 
 from __future__ import annotations
@@ -68,30 +62,37 @@ def _cache_dir() -> Path:
 
 
 def _start_precompute(config: Any) -> None:
-    """Run ``python -m llmlab.build.precompute`` if its inputs changed since its last run.
+    """Run ``python -m llmlab.build.precompute`` if its inputs changed since its last run
+    (at once in a cache with no run's report, before this process imports torch).
 
     On POSIX it runs while the pages render: a block that needs a result it has
     not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
     build waits for it first.
     """
+    docs = Path(config.docs_dir)
+    examples = docs.parent / "examples"
+    command = [sys.executable, "-m", "llmlab.build.precompute", "--docs", str(docs),
+               "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
+    if not (STATE["cache"] / "precompute").is_dir():
+        STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
     from llmlab.build.manifest import find_calls
     from llmlab.build.precompute import (home_contents, report_path, stamp, up_to_date,
                                          write_home_contents)
 
-    docs = Path(config.docs_dir)
-    examples = docs.parent / "examples"
     try:
         current = stamp(find_calls(docs, examples), examples, docs)
         write_home_contents(STATE["cache"], home_contents(docs))  # the home page's, now
     except ValueError as error:  # a call not read from its block, a page without a summary
+        if "process" in STATE:  # it fails on the same pages: one message is enough
+            STATE["process"].kill()
+            STATE.pop("process").wait()
         raise PluginError(str(error)) from None
     STATE["report"] = report_path(STATE["cache"], current)
     os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_DOCS=str(docs))
-    if up_to_date(STATE["cache"], current):  # its outputs all there, as it left them
-        return
-    command = [sys.executable, "-m", "llmlab.build.precompute", "--docs", str(docs),
-               "--examples", str(examples), "--cache-dir", str(STATE["cache"])]
-    STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
+    if "process" not in STATE:
+        if up_to_date(STATE["cache"], current):  # its outputs all there, as it left them
+            return
+        STATE["process"] = subprocess.Popen(command, cwd=docs.parent)
     STATE["ran"] = True  # this build runs precompute
     if os.name == "posix":
         from llmlab.build.cache import wait_for
@@ -142,13 +143,13 @@ def on_pre_build(config: Any) -> None:
         return
     for name in [m for m in sys.modules if m == "llmlab" or m.startswith("llmlab.")]:
         del sys.modules[name]  # a long `mkdocs serve` imports today's source
-    from llmlab.build import blocks, html as transforms
-    from llmlab.build.cache import source_hash
-
     STATE.clear()
     STATE.update(depth=1, cache=_cache_dir(), figures={}, content={}, pages=set(),
                  started=time.perf_counter())
     _start_precompute(config)
+    from llmlab.build import blocks, html as transforms
+    from llmlab.build.cache import source_hash
+
     STATE["blocks"] = blocks.Blocks(
         cache=STATE["cache"], source=source_hash(),
         versions=[version("torch"), version("markdown-exec"), sys.version],
@@ -179,8 +180,8 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # no
     build = STATE["blocks"]
     ran = sum(b["source"] == "executed" for b in build.records if b["page"] == build.page)
     if ran:  # progress while the first build runs the blocks (a warm build says nothing)
-        done, total = STATE["progress"]
-        LOG.info(f"llmlab: {page.file.src_uri} ({done}/{total}), {ran} blocks run")
+        LOG.info(f"llmlab: {page.file.src_uri} ({'/'.join(map(str, STATE['progress']))}), "
+                 f"{ran} blocks run")
     key = hashlib.sha256(f"{page.url}\n{html}".encode()).hexdigest()
     if key not in PAGES:  # a page unchanged since the last build is not done again
         full, figures = transforms.transform_content(html, page.url)
@@ -197,8 +198,7 @@ def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:  # n
     light, full = STATE["content"].pop(page.file.abs_dest_path)
     if page.content != light:  # search removes data-search-* attributes from it
         raise PluginError(f"{page.file.src_uri}: its content changed after on_page_content "
-                          "(a data-search-* attribute?): its full code blocks and "
-                          "formulas cannot go back in place of search's copy")
+                          "(a data-search-* attribute?): the full one cannot go back")
     page.content = full
     return context
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import psutil
 import pytest
 import torch
 from bs4 import BeautifulSoup
@@ -466,19 +467,22 @@ def test_pages_compute_what_their_blocks_call_and_nothing_else(tmp_path: Path) -
         return ('# 首页\n\n```python exec="on"\nfrom llmlab.experiments.attention import '
                 f'run_dropout_demo\nprint(f"p-{{{call}.p}}-end")\n```\n')
 
-    def build(zh: str, name: str) -> subprocess.CompletedProcess[str]:
+    def build(zh: str, name: str, cache: str = "cache") -> subprocess.CompletedProcess[str]:
         root = tmp_path / name
         config = write_mini_site(root, {"zh/index.md": zh, "en/index.md": GOOD_EN})
-        env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / "cache"))
+        env = build_env(LLMLAB_CACHE_DIR=str(tmp_path / cache))
         return run_mkdocs_build(config, root / "site", env, timeout=300)
 
     found = build(block("run_dropout_demo(p=0.25)"), "found")
     assert found.returncode == 0, (found.stdout + found.stderr)[-3000:]
     assert "p-0.25-end" in (tmp_path / "found" / "site" / "index.html").read_text("utf-8")
-    unreadable = build(block("run_dropout_demo(p=float('0.3'))"), "unreadable")
+    # in an empty cache (a first build), where precompute starts before the pages are read
+    unreadable = build(block("run_dropout_demo(p=float('0.3'))"), "unreadable", "empty")
     log = unreadable.stdout + unreadable.stderr
     assert unreadable.returncode != 0, log[-3000:]
     assert "index.md:5: run_dropout_demo(p=float('0.3'))" in log and "literal" in log, log[-3000:]
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if str(tmp_path / "empty") in " ".join(p.info["cmdline"] or [])]
     unseen = build(block("(demo := run_dropout_demo)(p=0.3)"), "unseen")
     log = unseen.stdout + unseen.stderr
     assert unseen.returncode != 0, log[-3000:]
