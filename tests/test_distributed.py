@@ -238,6 +238,38 @@ def test_ranks_are_forked_by_one_server_with_the_launchs_environment(monkeypatch
     assert first == [(server, "first")] * 2 and second == [(server, "second")] * 2
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the fork server is POSIX's")
+def test_processes_forked_after_start_fork_server_launch_from_it_side_by_side(tmp_path):
+    """start_fork_server() before a pool forks its workers: the workers' launches,
+    at the same time, are all served by that one server, each rank with its own
+    launch's environment (a request is written whole, never interleaved)."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(f"""
+        import multiprocessing, os, sys
+        from concurrent.futures import ProcessPoolExecutor
+
+        sys.path[:0] = [{str(ROOT / "src")!r}, {str(TESTS)!r}]
+        import llmlab.distributed as distributed
+        from test_distributed import _server_and_env
+
+        def job(i):
+            os.environ["LLMLAB_TEST_LAUNCH"] = f"job {{i}}"
+            return distributed.launch(_server_and_env, ("LLMLAB_TEST_LAUNCH",),
+                                      world_size=2)
+
+        if __name__ == "__main__":
+            distributed.start_fork_server()
+            server = distributed._SERVER["process"].pid
+            with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("fork")) as pool:
+                results = list(pool.map(job, range(6)))
+            assert results == [[(server, f"job {{i}}")] * 2 for i in range(6)], results
+            print("ok")
+        """), encoding="utf-8")
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
 def test_ranks_end_when_the_launching_process_is_killed(tmp_path):
     """A launch killed outright (no chance to stop its ranks) leaves none behind."""
     script = tmp_path / "script.py"

@@ -34,6 +34,7 @@ import json
 import os
 import pickle
 import runpy
+import select
 import shutil
 import signal
 import statistics
@@ -82,6 +83,7 @@ __all__ = [
     "parallel_train",
     "resolve_backend",
     "shard_fsdp",
+    "start_fork_server",
     "wrap_ddp",
 ]
 
@@ -202,15 +204,18 @@ def init_distributed(backend: str = "auto", timeout: float = 300.0) -> RankInfo:
 # A rank runs this module's code, never the caller's script (multiprocessing's spawn
 # and forkserver import it in every child). On POSIX it is forked from a fork
 # server: an interpreter of its own that runs _serve, started at the first launch
-# with this process's sys.path and flags, which imports torch once and forks a rank
-# per request (as torchrun's ranks, and multiprocessing's forkserver, start from a
-# clean interpreter; a later launch costs milliseconds, not an import of torch per
-# rank). Elsewhere each rank is a new interpreter running _worker.
+# (or by start_fork_server) with this process's sys.path and flags, which imports
+# torch once and forks a rank per request (as torchrun's ranks, and multiprocessing's
+# forkserver, start from a clean interpreter; a later launch costs milliseconds, not
+# an import of torch per rank). Processes forked from the one that started it (a
+# pool's workers) use it too: a request is one short line, written whole (at most
+# PIPE_BUF bytes, which a pipe never interleaves); the rest is a file in the launch's
+# folder. Elsewhere each rank is a new interpreter running _worker.
 _WORKER = ("import sys; sys.path[:] = {path!r}; "
            "from llmlab.distributed import _worker; _worker()")
 _SERVE = ("import sys; sys.path[:] = {path!r}; "
           "from llmlab.distributed import _serve; _serve()")
-_SERVER: dict[str, Any] = {}  # this process's fork server: "process", "key"
+_SERVER: dict[str, Any] = {}  # the fork server: "process", "key", "owner" (who started it)
 _SERVER_LOCK = threading.Lock()
 
 _GRACE_S = 0.5
@@ -377,14 +382,12 @@ def _worker() -> None:
 def _serve() -> None:
     """The fork server: an interpreter of its own that forks a rank per request.
 
-    A request is a JSON line on stdin (the launch's folder, the rank, and the
-    launching process's pid, working folder, environment and ``sys.path``). The
-    rank's pid goes to ``<folder>/<rank>.pid`` and, once the rank is reaped, its
-    exit code to ``<folder>/<rank>.exit``. End of stdin (the launching process is
-    gone) ends the server.
+    A request is a JSON line on stdin, the launch's folder and the rank; the
+    launching process's pid, working folder, environment and ``sys.path`` are in
+    ``<folder>/request.json``. The rank's pid goes to ``<folder>/<rank>.pid`` and,
+    once the rank is reaped, its exit code to ``<folder>/<rank>.exit``. End of
+    stdin (every process that could write to it is gone) ends the server.
     """
-    import select
-
     import torch.distributed.fsdp  # noqa: F401 - once, before any fork
     try:  # optimizers import it when the first is built: half a second per rank
         import torch._dynamo  # noqa: F401
@@ -402,6 +405,9 @@ def _serve() -> None:
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
                 request = json.loads(line)
+                with open(os.path.join(request["folder"], "request.json"),
+                          encoding="utf-8") as file:
+                    request.update(json.load(file))
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()
@@ -455,21 +461,44 @@ def _watch_launcher(pid: int) -> None:
     threading.Thread(target=watch, name="llmlab-launcher-watch", daemon=True).start()
 
 
+def _running(server: subprocess.Popen, owner: int) -> bool:
+    """Whether ``server`` (started by process ``owner``) still runs. A process forked
+    from its owner cannot wait on it (it is not its child): it asks the system."""
+    if owner == os.getpid():
+        return server.poll() is None
+    try:
+        os.kill(server.pid, 0)
+    except OSError:
+        return False
+    return True
+
+
 def _fork_server() -> subprocess.Popen:
-    """This process's fork server, started (again) when there is none for the current
-    interpreter flags and ``sys.path``."""
-    # a forked copy of this process (a worker of a pool) starts one of its own
-    key = (os.getpid(), tuple(_interpreter_flags()), tuple(sys.path))
-    server = _SERVER.get("process")
-    if server is None or _SERVER["key"] != key or server.poll() is not None:
-        if server is not None and _SERVER["key"][0] == key[0] and server.poll() is None:
+    """The fork server for the current interpreter flags and ``sys.path``: this
+    process's, or the one of the process it was forked from; started (again) when
+    there is none or it has ended."""
+    key = (tuple(_interpreter_flags()), tuple(sys.path))
+    server, owner = _SERVER.get("process"), _SERVER.get("owner")
+    if server is None or _SERVER["key"] != key or not _running(server, owner):
+        if server is not None and owner == os.getpid() and server.poll() is None:
             server.stdin.close()  # it ends at end of input
         command = [sys.executable, *_interpreter_flags(), "-c",
                    _SERVE.format(path=sys.path)]
         # a session of its own: a Ctrl-C at the terminal stops the launch, not it
         server = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
-        _SERVER.update(process=server, key=key)
+        _SERVER.update(process=server, key=key, owner=os.getpid())
     return server
+
+
+def start_fork_server() -> None:
+    """Start the fork server that :func:`launch` forks its processes from (POSIX),
+    now rather than at the first launch: it imports torch (a second or more) while
+    this process goes on, and processes forked from this one later (a pool's
+    workers) launch from it too instead of each starting one of their own.
+    Elsewhere, where each process is a new interpreter, it does nothing."""
+    if os.name == "posix":
+        with _SERVER_LOCK:
+            _fork_server()
 
 
 class _ForkedRank:
@@ -478,7 +507,7 @@ class _ForkedRank:
     server writes: its pid, then, once it is reaped, its exit code."""
 
     def __init__(self, server: subprocess.Popen, folder: str, rank: int) -> None:
-        self.server, self.stdin = server, None
+        self.server, self.stdin, self.owner = server, None, _SERVER["owner"]
         self.where = os.path.join(folder, str(rank))
         self._pid: int | None = None
 
@@ -498,13 +527,14 @@ class _ForkedRank:
                 return int(file.read())
         except FileNotFoundError:
             pass
-        if self.server.poll() is not None and self.pid is not None:
-            try:  # no server to reap it: is it still there?
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                return -1
-        elif self.server.poll() is not None:
+        if _running(self.server, self.owner):
+            return None
+        if self.pid is None:
             return -1  # the server died before forking it
+        try:  # no server to reap it: is it still there?
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return -1
         return None
 
     def wait(self, timeout: float | None = None) -> int:
@@ -521,13 +551,25 @@ def _start_ranks(world_size: int, folder: str) -> list[Any]:
     a new interpreter."""
     if os.name != "posix":
         return [_start(rank, folder) for rank in range(world_size)]
+    _write_whole(os.path.join(folder, "request.json"), json.dumps(
+        {"parent": os.getpid(), "cwd": os.getcwd(), "env": dict(os.environ),
+         "path": sys.path}).encode())
+    lines = [json.dumps({"folder": folder, "rank": rank}).encode() + b"\n"
+             for rank in range(world_size)]
+    if max(map(len, lines)) > select.PIPE_BUF:
+        raise ValueError(f"the launch folder's path is too long for the fork server "
+                         f"({len(folder)} characters): set TMPDIR to a shorter one")
     with _SERVER_LOCK:
-        server = _fork_server()
-        for rank in range(world_size):
-            request = {"folder": folder, "rank": rank, "parent": os.getpid(),
-                       "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}
-            server.stdin.write(json.dumps(request).encode() + b"\n")
-        server.stdin.flush()
+        for attempt in range(2):
+            server = _fork_server()
+            try:  # a line at a time, each whole: other processes may write to it too
+                for line in lines:
+                    os.write(server.stdin.fileno(), line)
+                break
+            except BrokenPipeError:  # it ended since: start another (once)
+                _SERVER.clear()
+                if attempt:
+                    raise
     return [_ForkedRank(server, folder, rank) for rank in range(world_size)]
 
 

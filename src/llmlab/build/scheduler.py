@@ -15,6 +15,7 @@ from typing import Any
 from llmlab.build import cache
 from llmlab.build.manifest import Call, import_experiment
 from llmlab.build.notebooks import notebook_key, notebooks, process_context, run_notebook
+from llmlab.distributed import start_fork_server
 from llmlab.report import load_fonts
 
 __all__ = ["NOTEBOOK_COST", "compute_experiments", "dependencies", "notebook_jobs", "plan_jobs", "render_rank", "run_jobs"]
@@ -209,18 +210,20 @@ def compute_experiments(calls: list[Call], workers: int, examples: Path | None =
 
     torch.set_num_threads(1)
     planned = [plan_jobs(call) for call in calls]  # imports every experiment module here
-    # and what torch imports lazily, on first use, in every process that uses it
-    # (optimizers import torch._dynamo: about half a second each): once, here,
-    # before the workers and each timing's process are forked from this one
-    import torch._dynamo  # noqa: F401
-    import torch.utils.benchmark  # noqa: F401
-
     folder = cache.cache_dir()
     todo: dict[str, dict[str, Any]] = {}
     for jobs in planned:
         for job in jobs:
             if job["key"] not in todo and cache.load_stored(folder / f"{job['key']}.pkl") is None:
                 todo[job["key"]] = job  # missing, or unreadable (then removed)
+    if any(job["processes"] > 1 for job in todo.values()):  # it may launch processes:
+        start_fork_server()  # one server for every worker, its torch imported meanwhile
+    # what torch imports lazily, on first use, in every process that uses it
+    # (optimizers import torch._dynamo: about a second each): once, here,
+    # before the workers and each timing's process are forked from this one
+    import torch._dynamo  # noqa: F401
+    import torch.utils.benchmark  # noqa: F401
+
     ranks: dict[str, tuple[str, str]] = {}  # each job: the first page that shows it
     for call, jobs in zip(calls, planned):
         for job in jobs:
