@@ -271,3 +271,20 @@ def test_a_cjk_font_installed_after_matplotlib_listed_its_fonts_is_found(
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "True"
+
+
+def test_a_line_plot_over_whole_numbers_has_whole_number_ticks() -> None:
+    """Steps 1..20 are labelled 3, 6, 9, ..., never 2.5 or 7.5 (a step has no
+    halves); x values with fractions keep Matplotlib's own ticks."""
+    import re
+
+    from llmlab.report import line_plot_svg
+
+    def x_ticks(xs: list) -> list[str]:  # the SVG keeps each text as a comment
+        svg = line_plot_svg({"a": (xs, [float(x) for x in xs])}, lang="en")
+        x_axis = svg[svg.index('id="matplotlib.axis_1"'):svg.index('id="matplotlib.axis_2"')]
+        return re.findall(r"<!-- ([^>]*) -->", x_axis)
+
+    steps = x_ticks(list(range(1, 21)))
+    assert steps and all(t.isdigit() for t in steps), steps
+    assert not all(t.isdigit() for t in x_ticks([0.0, 0.5, 1.0]))

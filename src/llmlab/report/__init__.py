@@ -608,7 +608,8 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
                   title: Any = None, xlabel: Any = None, ylabel: Any = None,
                   logy: bool = False, hlines: Mapping[Any, float] | None = None,
                   width: float = 6.0, height: float = 3.6, lang: str | None = None) -> str:
-    """Lines ``{name: (x, y)}`` on one axis as SVG text, labels in ``lang``."""
+    """Lines ``{name: (x, y)}`` on one axis as SVG text, labels in ``lang``. When every
+    x is a whole number (steps, counts) the x ticks are whole numbers too."""
     lang = language(lang)
     _check_series(series)
     for name, y in (hlines or {}).items():
@@ -618,8 +619,13 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
     check_finite_float("height", height, minimum=0.0, open_min=True)
 
     def draw(fig: Any, ax: Any) -> None:
+        import numpy as np
+        from matplotlib.ticker import MaxNLocator
+
         for name, (xs, ys) in series.items():
             ax.plot(list(xs), list(ys), label=text(name, lang), linewidth=1.5)
+        if all(isinstance(x, (int, np.integer)) for xs, _ in series.values() for x in xs):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         for name, y in (hlines or {}).items():
             ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=text(name, lang))
         if logy:
