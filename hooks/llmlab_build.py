@@ -7,7 +7,8 @@ hooks can call too.
    the cache and never compute; a call precompute did not find fails the build.
 2. markdown-exec's python fence gets ``llmlab.build.blocks.format_block`` (its documented
    ``formatter``): each block runs once per language (``LLMLAB_LANG``), its output
-   and HTML kept in memory and on disk; the English twin runs right after the Chinese.
+   and HTML kept in memory and on disk (an unchanged build or a prose edit under
+   ``serve`` runs no block); the English twin runs right after the Chinese.
 3. Notebook pages are stubs that include (``pymdownx.snippets``) the Markdown
    precompute wrote per language; their downloads are copied next to them.
 4. Each page's HTML goes through ``llmlab.build.html`` (also runnable on a built site):
@@ -63,12 +64,9 @@ def _cache_dir() -> Path:
 
 def _start_precompute(config: Any) -> None:
     """Run ``python -m llmlab.build.precompute`` if its inputs changed since its last run
-    (at once in a cache with no run's report, before this process imports torch).
-
-    On POSIX it runs while the pages render: a block that needs a result it has
-    not stored yet waits for it (``LLMLAB_CACHE_MISS=wait``); elsewhere the
-    build waits for it first.
-    """
+    (at once in a cache with no run's report, before this process imports torch). On POSIX
+    it runs while the pages render: a block that needs a result not stored yet waits for
+    it (``LLMLAB_CACHE_MISS=wait``); elsewhere the build waits for it first."""
     docs = Path(config.docs_dir)
     examples = docs.parent / "examples"
     command = [sys.executable, "-m", "llmlab.build.precompute", "--docs", str(docs),
@@ -83,9 +81,8 @@ def _start_precompute(config: Any) -> None:
         current = stamp(find_calls(docs, examples), examples, docs)
         write_home_contents(STATE["cache"], home_contents(docs))  # the home page's, now
     except ValueError as error:  # a call not read from its block, a page without a summary
-        if "process" in STATE:  # it fails on the same pages: one message is enough
+        if "process" in STATE:  # it fails on the same pages (on_build_error reaps it)
             STATE["process"].kill()
-            STATE.pop("process").wait()
         raise PluginError(str(error)) from None
     STATE["report"] = report_path(STATE["cache"], current)
     os.environ.update(LLMLAB_CACHE_MISS="error", LLMLAB_DOCS=str(docs))
@@ -180,8 +177,8 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:  # no
     build = STATE["blocks"]
     ran = sum(b["source"] == "executed" for b in build.records if b["page"] == build.page)
     if ran:  # progress while the first build runs the blocks (a warm build says nothing)
-        LOG.info(f"llmlab: {page.file.src_uri} ({'/'.join(map(str, STATE['progress']))}), "
-                 f"{ran} blocks run")
+        done, total = STATE["progress"]
+        LOG.info(f"llmlab: {page.file.src_uri} ({done}/{total}), {ran} blocks run")
     key = hashlib.sha256(f"{page.url}\n{html}".encode()).hexdigest()
     if key not in PAGES:  # a page unchanged since the last build is not done again
         full, figures = transforms.transform_content(html, page.url)
@@ -198,7 +195,8 @@ def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:  # n
     light, full = STATE["content"].pop(page.file.abs_dest_path)
     if page.content != light:  # search removes data-search-* attributes from it
         raise PluginError(f"{page.file.src_uri}: its content changed after on_page_content "
-                          "(a data-search-* attribute?): the full one cannot go back")
+                          "(a data-search-* attribute?): its full code blocks and "
+                          "formulas cannot go back in place of search's copy")
     page.content = full
     return context
 
