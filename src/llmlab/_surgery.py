@@ -1,5 +1,5 @@
 """Model surgery shared by LoRA and weight quantization: finding the linear layers of
-a model and replacing them in place.
+a model and replacing them in place; and where a model lives (:func:`device_of`).
 
 Private: ``llmlab.finetune`` and ``llmlab.inference`` teach it, each through its own
 public functions (``add_lora``, ``merge_lora``, ``quantize_weights``).
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import torch
 from torch import nn
 
 from llmlab.layers import Linear
 
-__all__ = ["LINEAR", "named_children", "shared"]
+__all__ = ["LINEAR", "device_of", "named_children", "shared"]
 
 LINEAR = (Linear, nn.Linear)
 """The linear layers LoRA wraps and quantization replaces."""
@@ -46,3 +47,12 @@ def shared(model: nn.Module, entries: Iterable[Entry]) -> list[str]:
         seen[id(child)] = seen.get(id(child), 0) + 1
     return [path for path, _, _, child in entries
             if owners.get(id(child.weight), 0) > 1 or seen[id(child)] > 1]
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s first parameter (or else buffer) is; the CPU for a module
+    that has neither."""
+    tensor = next(model.parameters(), None)
+    if tensor is None:
+        tensor = next(model.buffers(), None)
+    return torch.device("cpu") if tensor is None else tensor.device

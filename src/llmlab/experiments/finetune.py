@@ -34,7 +34,14 @@ import random
 import torch
 
 from llmlab.build.cache import cached, part_results
-from llmlab.checks import check_bool, check_choice, check_finite_float, check_int, check_sizes
+from llmlab.checks import (
+    check_bool,
+    check_choice,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_type,
+)
 from llmlab.finetune import add_lora, end_of_text_id, exact_match, merge_lora, supervised_data
 from llmlab.generation import generate
 from llmlab.models.llama import LLAMA2_7B, TransformerLM
@@ -221,11 +228,11 @@ class BaseScores:
     corpus_loss: float
 
 
-def _task_data(corpus: str):
-    """The task, the base model, its tokenizer, the held-out examples and the end of
-    its corpus."""
+def _task_data(corpus: str, device: str = "cpu"):
+    """The task, the base model (on ``device``), its tokenizer, the held-out examples
+    and the end of its corpus."""
     task = task_examples(corpus)
-    model, tokenizer = load(corpus)
+    model, tokenizer = load(corpus, device)
     held_out = supervised_data(tokenizer, task.held_out)
     corpus_ids = torch.tensor(tokenizer.encode(training_text(corpus)[-HELD_OUT_TEXT_CHARS:]))
     return task, model, tokenizer, held_out, corpus_ids
@@ -257,6 +264,7 @@ def run_finetune(
     batch_size: int = 16,
     lr: float | None = None,
     seed: int = 0,
+    device: str = "cpu",
 ) -> FinetuneRun:
     """Fine-tune the base model ``corpus`` on its task (:func:`task_examples`).
 
@@ -265,6 +273,8 @@ def run_finetune(
     query and value projections and trains those alone. AdamW without weight
     decay, a constant learning rate (``lr``, default :data:`LEARNING_RATES`),
     gradients clipped at norm 1, the loop of :func:`llmlab.training.train`.
+    ``device`` is where the model trains (``"cuda"`` on a GPU); the pages train on
+    the CPU.
 
     Taught on: "Fine-tuning".
     """
@@ -277,14 +287,15 @@ def run_finetune(
     lr = LEARNING_RATES[method] if lr is None else check_finite_float(
         "lr", lr, minimum=0.0, open_min=True)
     check_int("seed", seed, minimum=0)
+    check_type("device", device, str, expected="a device name such as 'cpu' or 'cuda'")
     rank = rank if method == "lora" else 0
     [base] = part_results(_finetune_parts, corpus=corpus)
-    task, model, tokenizer, held_out, corpus_ids = _task_data(corpus)
+    task, model, tokenizer, held_out, corpus_ids = _task_data(corpus, device)
     train_data = supervised_data(tokenizer, task.train, mask_prompt=mask_prompt)
     init_difference = merge_difference = None
     torch.manual_seed(seed)  # LoRA's A: the same draw in every process
     if method == "lora":
-        probe = held_out.inputs[:4]  # (4, T)
+        probe = held_out.inputs[:4].to(device)  # (4, T)
         with torch.no_grad():
             base_logits = model(probe)
         add_lora(model, rank, 2.0 * rank)
@@ -302,9 +313,10 @@ def run_finetune(
                       for t in state.values() if isinstance(t, torch.Tensor))
     if method == "lora":
         with torch.no_grad():
-            adapted = model(held_out.inputs)
+            inputs = held_out.inputs.to(device)  # (N, T)
+            adapted = model(inputs)
             merge_lora(model)
-            merge_difference = float((model(held_out.inputs) - adapted).abs().max())
+            merge_difference = float((model(inputs) - adapted).abs().max())
     eot = end_of_text_id(tokenizer)
     outputs = []
     for prompt, _ in task.held_out[:2]:  # one of each answer

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from llmlab._surgery import device_of
 from llmlab.checks import check_bool, check_int, check_module, check_str, check_type
 from llmlab.tokenization import END_OF_TEXT, Tokenizer
 from llmlab.training.data import IGNORE_INDEX, SupervisedData
@@ -155,7 +156,7 @@ def exact_match(model: nn.Module, data: SupervisedData) -> Tensor:
     was_training = model.training
     model.eval()
     try:
-        predicted = model(data.inputs).argmax(-1)  # (N, T)
+        predicted = model(data.inputs.to(device_of(model))).argmax(-1).cpu()  # (N, T)
     finally:
         model.train(was_training)
     counts = data.targets != IGNORE_INDEX  # (N, T)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from llmlab._surgery import device_of
 from llmlab.checks import (
     check_finite_float,
     check_int,
@@ -184,15 +185,8 @@ def _last_logits(model: nn.Module, ids: list[int], n: int) -> Tensor:
     """The float CPU logits ``(n, V)`` of the last ``n`` positions of ``ids``' window
     (its last ``context_length`` ids)."""
     window = torch.tensor(ids[-model.context_length:], dtype=torch.long,
-                          device=_device(model))
+                          device=device_of(model))
     return model(window[None])[0, -n:].float().cpu()  # (n, V)
-
-
-def _device(model: nn.Module) -> torch.device:
-    tensor = next(model.parameters(), None)
-    if tensor is None:
-        tensor = next(model.buffers(), None)
-    return torch.device("cpu") if tensor is None else tensor.device
 
 
 # a local composite (the two models together), built from llmlab.checks

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from llmlab._surgery import device_of
 from llmlab.checks import (
     check_callable,
     check_corpus,
@@ -132,7 +133,7 @@ def estimate_loss(
     check_int("context_length", context_length)
     check_int("num_batches", num_batches)
     _check_dataset("dataset", dataset, context_length)
-    device = device if device is not None else _model_device(model)
+    device = device if device is not None else device_of(model)
     supervised = isinstance(dataset, SupervisedData)
     if supervised:  # evenly spaced rows
         starts = np.linspace(0, len(dataset) - 1, batch_size * num_batches)
@@ -234,7 +235,7 @@ def train(
                    expected="a torch.Generator")
     if generator is None:
         generator = torch.Generator().manual_seed(seed)
-    device = device if device is not None else _model_device(model)
+    device = device if device is not None else device_of(model)
     supervised = isinstance(train_data, SupervisedData)
     ignore_index = IGNORE_INDEX if supervised else None  # a corpus: every target counts
     result = TrainResult([], [], [], [], [], [], 0, 0.0, batch_size, context_length)
@@ -291,11 +292,6 @@ def train(
                                 result.tokens_seen, time.perf_counter() - start))
     result.seconds = time.perf_counter() - start
     return result
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
 
 
 # a local composite (the arguments of train() together), built from llmlab.checks
