@@ -4,8 +4,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from llmlab.generation import generate
+from llmlab.kv_cache import KVCache
 from llmlab.models.llama import (
     CS336_TINYSTORIES,
+    LLAMA2_70B,
     LLAMA2_7B,
     LLAMA_TOY,
     LlamaConfig,
@@ -134,7 +137,12 @@ def test_lm_errors():
                     num_heads=3, d_ff=32)
 
 
-@pytest.mark.parametrize("cfg", [LLAMA_TOY, CS336_TINYSTORIES, LLAMA2_7B])
+GQA_TOY = dataclasses.replace(LLAMA_TOY, num_kv_heads=2)
+MQA_TOY = dataclasses.replace(LLAMA_TOY, num_kv_heads=1)
+
+
+@pytest.mark.parametrize("cfg", [LLAMA_TOY, CS336_TINYSTORIES, LLAMA2_7B, LLAMA2_70B,
+                                 GQA_TOY, MQA_TOY])
 def test_parameter_formula_matches_code(cfg):
     model = TransformerLM.from_config(cfg, device="meta")
     assert count_parameters(model) == cfg.parameter_count()
@@ -156,3 +164,69 @@ def test_bf16_forward():
     model = TransformerLM.from_config(LLAMA_TOY, dtype=torch.bfloat16)
     logits = model(torch.randint(0, LLAMA_TOY.vocab_size, (1, 6)))
     assert logits.dtype == torch.bfloat16 and torch.isfinite(logits).all()
+
+
+def test_llama2_70b_count_and_grouped_heads():
+    # the released Llama 2 70B: 68,976,648,192 parameters, 8 key/value heads for 64
+    assert LLAMA2_70B.parameter_count() == 68_976_648_192
+    assert (LLAMA2_70B.num_heads, LLAMA2_70B.num_kv_heads) == (64, 8)
+    model = TransformerLM.from_config(LLAMA2_70B, device="meta")
+    assert model.layers[0].attn.k_proj.weight.shape == (8 * 128, 8192)
+
+
+def test_config_without_kv_heads_means_multi_head():
+    # a config saved before grouped-query attention existed (no such field) loads as MHA
+    fields = {k: v for k, v in dataclasses.asdict(LLAMA_TOY).items() if k != "num_kv_heads"}
+    assert LlamaConfig(**fields).num_kv_heads == LLAMA_TOY.num_heads == 4
+    assert LlamaConfig(**fields) == dataclasses.replace(LLAMA_TOY, num_kv_heads=4)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4])
+@pytest.mark.parametrize("rope", [False, True])
+def test_grouped_query_attention_matches_torch_sdpa(kv_heads, rope):
+    torch.manual_seed(kv_heads)
+    attn = MultiHeadSelfAttention(32, 4, 1e4 if rope else None, 16 if rope else None,
+                                  num_kv_heads=kv_heads)
+    assert attn.k_proj.weight.shape == attn.v_proj.weight.shape == (kv_heads * 8, 32)
+    x = torch.randn(2, 7, 32)
+    b, t, _ = x.shape
+    q = (x @ attn.q_proj.weight.T).view(b, t, 4, 8).transpose(1, 2)  # (B, 4, T, 8)
+    k, v = ((x @ p.weight.T).view(b, t, kv_heads, 8).transpose(1, 2)
+            for p in (attn.k_proj, attn.v_proj))  # (B, kv, T, 8)
+    if rope:
+        positions = torch.arange(t)
+        q, k = (rope_complex(y, positions, 1e4) for y in (q, k))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    expected = out.transpose(1, 2).reshape(b, t, 32) @ attn.output_proj.weight.T
+    torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_model_equals_multi_head_model_with_copied_kv_heads():
+    torch.manual_seed(0)
+    grouped = TransformerLM.from_config(GQA_TOY)  # 4 query heads, 2 kv heads
+    full = TransformerLM.from_config(LLAMA_TOY)
+    state = grouped.state_dict()
+    for name, tensor in state.items():
+        if name.endswith(("k_proj.weight", "v_proj.weight")):
+            # kv head j serves query heads 2j and 2j + 1: copy its rows to both
+            state[name] = tensor.view(2, 16, 64).repeat_interleave(2, dim=0).reshape(64, 64)
+    full.load_state_dict(state)
+    ids = torch.randint(0, LLAMA_TOY.vocab_size, (2, 20))
+    torch.testing.assert_close(grouped(ids), full(ids), atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_kv_cache_keeps_only_the_kv_heads():
+    torch.manual_seed(0)
+    model = TransformerLM.from_config(MQA_TOY).eval()
+    ids = torch.randint(0, MQA_TOY.vocab_size, (1, 9))
+    cache = KVCache(MQA_TOY.num_layers, MQA_TOY.context_length)
+    with torch.no_grad():
+        first = model(ids[:, :6], kv_cache=cache)
+        rest = model(ids[:, 6:], kv_cache=cache)
+        whole = model(ids)
+    assert cache.layers[0].keys.shape == (1, 1, 9, 16)  # one kv head, not four
+    torch.testing.assert_close(torch.cat([first, rest], 1), whole, atol=1e-5, rtol=1e-5)
+    assert cache.nbytes() == 2 * MQA_TOY.num_layers * 1 * 16 * 9 * 4
+    prompt = ids[0, :3].tolist()
+    assert (generate(model, prompt, 8, greedy=True)
+            == generate(model, prompt, 8, greedy=True, use_kv_cache=False))

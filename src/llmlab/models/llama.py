@@ -1,14 +1,16 @@
 """A Llama-style language model with the CS336 assignment 1 interface.
 
 Pre-norm blocks (RMSNorm), causal multi-head self-attention with RoPE, a SwiGLU
-feed-forward net, no biases anywhere, an untied output layer. State-dict keys are the
+feed-forward net, no biases anywhere, an untied output layer. Attention may share
+its keys and values between groups of query heads (grouped-query attention, Llama
+2 70B's ``n_kv_heads``; here ``num_kv_heads``, 1 = multi-query attention). State-dict keys are the
 handout's (``token_embeddings``, ``layers.{i}.attn.q_proj``, ``ln_final``, ``lm_head``,
 ...), so weights trained against that interface load with ``load_state_dict``.
 
 Because this module promises the handout's interface, it keeps the handout's
 argument names where the rest of the library says ``n_heads``, ``n_layers`` and
 ``d_head``: ``num_heads``, ``num_layers``, ``max_seq_len``, ``theta`` (and
-:class:`LlamaConfig` keeps them as field names).
+:class:`LlamaConfig` keeps them as field names, with ``num_kv_heads`` beside them).
 
 Taught on: "The building blocks of a modern (Llama-style) Transformer".
 """
@@ -40,6 +42,7 @@ from llmlab.position import RotaryPositionalEmbedding
 __all__ = [
     "CS336_TINYSTORIES",
     "KVCache",
+    "LLAMA2_70B",
     "LLAMA2_7B",
     "LLAMA_TOY",
     "LlamaConfig",
@@ -54,13 +57,21 @@ Device = torch.device | str | None
 class MultiHeadSelfAttention(nn.Module):
     """Causal multi-head self-attention, optionally with RoPE on queries and keys.
 
+    With ``num_kv_heads`` smaller than ``num_heads``, attention is grouped-query
+    (Ainslie et al., 2023): the keys and values have ``num_kv_heads`` heads, and each
+    serves a group of ``num_heads // num_kv_heads`` consecutive query heads (query
+    head ``i`` reads key/value head ``i // group``). ``k_proj`` and ``v_proj`` shrink
+    to ``num_kv_heads · d_head`` outputs, and a KV cache keeps only those heads.
+
     Args:
         d_model: Model width; split into heads of ``d_model // num_heads``.
-        num_heads: Number of heads; must divide ``d_model``.
+        num_heads: Number of (query) heads; must divide ``d_model``.
         theta: RoPE base Θ; ``None`` means no positional rotation.
         max_seq_len: Positions RoPE covers (required with ``theta``).
         device: Where to create the weights.
         dtype: Their dtype.
+        num_kv_heads: Key/value heads, a divisor of ``num_heads`` (``None``: as many
+            as ``num_heads``, plain multi-head attention; 1: multi-query attention).
 
     Taught on: "The building blocks of a modern (Llama-style) Transformer".
     """
@@ -73,11 +84,13 @@ class MultiHeadSelfAttention(nn.Module):
         max_seq_len: int | None = None,
         device: Device = None,
         dtype: torch.dtype | None = None,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model = check_int("d_model", d_model)
         self.num_heads = check_int("num_heads", num_heads)
         check_divisible("d_model", d_model, "num_heads", num_heads)
+        self.num_kv_heads = _check_kv_heads(num_kv_heads, num_heads)
         self.d_head = d_model // num_heads
         if theta is not None:
             check_finite_float("theta", theta, minimum=0.0, open_min=True)
@@ -87,8 +100,9 @@ class MultiHeadSelfAttention(nn.Module):
             check_int("max_seq_len", max_seq_len)
             check_rope_size("d_model / num_heads (d_head)", self.d_head)
         self.q_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.k_proj = Linear(d_model, d_model, device=device, dtype=dtype)
-        self.v_proj = Linear(d_model, d_model, device=device, dtype=dtype)
+        d_kv = self.num_kv_heads * self.d_head  # the keys' (and values') width
+        self.k_proj = Linear(d_model, d_kv, device=device, dtype=dtype)
+        self.v_proj = Linear(d_model, d_kv, device=device, dtype=dtype)
         self.output_proj = Linear(d_model, d_model, device=device, dtype=dtype)
         self.rope: RotaryPositionalEmbedding | None = None
         if theta is not None:
@@ -107,7 +121,8 @@ class MultiHeadSelfAttention(nn.Module):
         ``token_positions`` ``(..., seq_len)`` defaults to ``0..seq_len-1``; it only
         matters with RoPE. With ``kv_cache``, ``x`` continues the cached tokens:
         positions count on from ``kv_cache.seq_len``, the new keys and values are
-        appended, and the queries attend to all of them.
+        appended, and the queries attend to all of them. The cache holds
+        ``num_kv_heads`` heads: groups share them only inside the attention.
         """
         check_tensors(x=(x, "... seq_len d_model"),
                       token_positions=(token_positions, "... seq_len", "int?"),
@@ -115,8 +130,8 @@ class MultiHeadSelfAttention(nn.Module):
         seq_len = x.shape[-2]
         # project and split into heads
         q = rearrange(self.q_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
-        k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
-        v = rearrange(self.v_proj(x), "... t (h d) -> ... h t d", h=self.num_heads)
+        k = rearrange(self.k_proj(x), "... t (h d) -> ... h t d", h=self.num_kv_heads)
+        v = rearrange(self.v_proj(x), "... t (h d) -> ... h t d", h=self.num_kv_heads)
         # rotate queries and keys by their positions (values are not rotated)
         past = 0 if kv_cache is None else kv_cache.seq_len  # tokens already cached
         if self.rope is not None:
@@ -124,12 +139,16 @@ class MultiHeadSelfAttention(nn.Module):
                 token_positions = torch.arange(past, past + seq_len, device=x.device)
             positions = token_positions.unsqueeze(-2)  # (..., 1, T): same for each head
             q = self.rope(q, positions)  # (..., h, T, d_head)
-            k = self.rope(k, positions)  # (..., h, T, d_head)
+            k = self.rope(k, positions)  # (..., kv_h, T, d_head)
         # causal attention per head, then merge heads and mix them
         mask = causal_mask(seq_len, device=x.device)  # (T, T), True = may attend
         if kv_cache is not None:  # the cached keys come first; all are visible
-            k, v = kv_cache.update(k, v)  # (..., h, past+T, d_head)
+            k, v = kv_cache.update(k, v)  # (..., kv_h, past+T, d_head)
             mask = causal_mask(past + seq_len, device=x.device)[past:]  # (T, past+T)
+        if self.num_kv_heads != self.num_heads:  # each kv head serves its group
+            group = self.num_heads // self.num_kv_heads
+            k = k.repeat_interleave(group, dim=-3)  # (..., h, S, d_head)
+            v = v.repeat_interleave(group, dim=-3)  # (..., h, S, d_head)
         out = scaled_dot_product_attention(q, k, v, mask)  # (..., h, T, d_head)
         out = rearrange(out, "... h t d -> ... t (h d)")  # (..., T, d_model)
         return self.output_proj(out)
@@ -147,6 +166,8 @@ class TransformerBlock(nn.Module):
         eps: RMSNorm's ε.
         device: Where to create the weights.
         dtype: Their dtype.
+        num_kv_heads: Key/value heads (``None``: ``num_heads``; see
+            :class:`MultiHeadSelfAttention`).
 
     Taught on: "The building blocks of a modern (Llama-style) Transformer".
     """
@@ -161,11 +182,13 @@ class TransformerBlock(nn.Module):
         eps: float = 1e-5,
         device: Device = None,
         dtype: torch.dtype | None = None,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.ln1 = RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
         self.attn = MultiHeadSelfAttention(
-            d_model, num_heads, theta, max_seq_len, device=device, dtype=dtype
+            d_model, num_heads, theta, max_seq_len, device=device, dtype=dtype,
+            num_kv_heads=num_kv_heads,
         )
         self.ln2 = RMSNorm(d_model, eps=eps, device=device, dtype=dtype)
         self.ffn = SwiGLU(d_model, d_ff, device=device, dtype=dtype)
@@ -195,6 +218,8 @@ class TransformerLM(nn.Module):
         num_heads: Attention heads per block.
         d_ff: SwiGLU hidden size.
         rope_theta: RoPE base Θ.
+        num_kv_heads: Key/value heads per block (``None``: ``num_heads``; fewer:
+            grouped-query attention, see :class:`MultiHeadSelfAttention`).
         device: Where to create the weights (``"meta"`` to count without memory).
         dtype: Their dtype.
 
@@ -210,13 +235,14 @@ class TransformerLM(nn.Module):
         num_heads: int,
         d_ff: int,
         rope_theta: float = 10_000.0,
+        num_kv_heads: int | None = None,
         device: Device = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         # the config checks every size (num_heads divides d_model, RoPE pairs...)
         LlamaConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff,
-                    rope_theta)
+                    rope_theta, num_kv_heads)
         self.vocab_size, self.context_length = vocab_size, context_length
         self.token_embeddings = Embedding(
             vocab_size, d_model, device=device, dtype=dtype
@@ -224,7 +250,7 @@ class TransformerLM(nn.Module):
         self.layers = nn.ModuleList(
             TransformerBlock(
                 d_model, num_heads, d_ff, context_length, rope_theta,
-                device=device, dtype=dtype,
+                device=device, dtype=dtype, num_kv_heads=num_kv_heads,
             )
             for _ in range(num_layers)
         )
@@ -292,6 +318,9 @@ class LlamaConfig:
         num_heads: Attention heads; each has ``d_model // num_heads`` dimensions.
         d_ff: SwiGLU hidden size, about ``8/3 · d_model``.
         rope_theta: RoPE base Θ; larger means slower-turning pairs.
+        num_kv_heads: Key/value heads, a divisor of ``num_heads``; ``None`` (the
+            default) is read as ``num_heads`` (multi-head attention), and the field
+            then holds that number.
     """
 
     vocab_size: int
@@ -301,42 +330,69 @@ class LlamaConfig:
     num_heads: int
     d_ff: int
     rope_theta: float = 10_000.0
+    num_kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "num_layers",
                      "num_heads", "d_ff"):
             check_int(name, getattr(self, name))
         check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        object.__setattr__(self, "num_kv_heads",  # frozen: set once, here
+                           _check_kv_heads(self.num_kv_heads, self.num_heads))
         check_finite_float("rope_theta", self.rope_theta, minimum=0.0, open_min=True)
         check_rope_size("d_model / num_heads (d_head)", self.d_model // self.num_heads)
 
     def parameter_breakdown(self) -> dict[str, int]:
         """Parameters of :class:`TransformerLM` by formula, by child module.
 
-        ``token_embeddings`` V·d, ``layers`` L·(4d² + 3·d·d_ff + 2d) (attention,
-        SwiGLU, two RMSNorm gains), ``ln_final`` d, ``lm_head`` d·V (untied). RoPE
-        has no parameters and the head count does not change the count.
+        ``token_embeddings`` V·d, ``layers`` L·(2d² + 2·d·d_kv + 3·d·d_ff + 2d)
+        (attention's query and output, its keys and values of width ``d_kv =
+        num_kv_heads · d_head``, SwiGLU, two RMSNorm gains; 4d² of attention
+        without grouping), ``ln_final`` d, ``lm_head`` d·V (untied). RoPE has no
+        parameters, and the number of query heads does not change the count.
         """
         d, V = self.d_model, self.vocab_size
-        per_layer = 4 * d**2 + 3 * d * self.d_ff + 2 * d
+        per_layer = self._attention_weights() + 3 * d * self.d_ff + 2 * d
         return {"token_embeddings": V * d, "layers": self.num_layers * per_layer,
                 "ln_final": d, "lm_head": d * V}
 
     def parameter_count(self) -> int:
-        """``V·d + L·(4d² + 3·d·d_ff + 2d) + d + d·V``: all parameters, by formula."""
+        """``V·d + L·(2d² + 2·d·d_kv + 3·d·d_ff + 2d) + d + d·V``: all parameters, by
+        formula."""
         return sum(self.parameter_breakdown().values())
 
     def matmul_parameter_count(self) -> int:
         r"""Parameters that multiply an activation, by formula.
 
         Every weight of a matrix product, :math:`L\,(4d^2 + 3\,d\,d_{ff}) + d\,V`
-        (attention, SwiGLU, the output layer). The embedding table is a lookup, and
-        the RMSNorm gains are element-wise: neither costs a multiply-add per parameter.
+        (attention, SwiGLU, the output layer; with grouped keys and values,
+        attention's :math:`4d^2` is :math:`2d^2 + 2\,d\,d_{kv}`). The embedding
+        table is a lookup, and the RMSNorm gains are element-wise: neither costs a
+        multiply-add per parameter.
 
         Taught on: "Where the compute and the memory go".
         """
         d = self.d_model
-        return self.num_layers * (4 * d * d + 3 * d * self.d_ff) + d * self.vocab_size
+        return (self.num_layers * (self._attention_weights() + 3 * d * self.d_ff)
+                + d * self.vocab_size)
+
+    def _attention_weights(self) -> int:
+        """One block's attention weights: ``q_proj``, ``output_proj`` d² each;
+        ``k_proj``, ``v_proj`` d · num_kv_heads · d_head each."""
+        d = self.d_model
+        return 2 * d * d + 2 * d * (self.num_kv_heads * (d // self.num_heads))
+
+
+def _check_kv_heads(num_kv_heads: object, num_heads: int) -> int:
+    """``num_kv_heads`` checked against ``num_heads``; ``None`` reads as ``num_heads``."""
+    if num_kv_heads is None:
+        return num_heads
+    check_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads "
+                         f"({num_heads}): each key/value head serves a group of "
+                         f"query heads of one size")
+    return num_kv_heads
 
 
 LLAMA_TOY = LlamaConfig(
@@ -356,3 +412,11 @@ LLAMA2_7B = LlamaConfig(
     d_ff=11_008,
 )
 """The shape of Llama 2 7B (build it on ``device="meta"`` to count it)."""
+
+LLAMA2_70B = LlamaConfig(
+    vocab_size=32_000, context_length=4096, d_model=8192, num_layers=80, num_heads=64,
+    d_ff=28_672, num_kv_heads=8,
+)
+"""The shape of Llama 2 70B: grouped-query attention, 8 key/value heads for 64
+query heads (its paper, table 1 and section 2.2)."""
+
