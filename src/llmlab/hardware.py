@@ -46,21 +46,33 @@ class Accelerator:
         memory_bytes: High-bandwidth memory on the card, in bytes: an "80GB"
             card has 80 GiB (80 · 2³⁰ bytes; ``nvidia-smi`` shows 81920 MiB on an
             A100 80GB).
+        memory_bandwidth: Peak bytes per second between that memory and the chip
+            (decimal: 2,039 GB/s is 2.039e12).
         source: Where the figures come from.
     """
 
     name: str
     bf16_flops: float
     memory_bytes: int
+    memory_bandwidth: float
     source: str
+
+    @property
+    def ridge_intensity(self) -> float:
+        """FLOPs per byte of memory traffic at which the chip is as busy computing
+        as moving data (``bf16_flops / memory_bandwidth``): work of lower
+        arithmetic intensity waits on memory (the roofline model)."""
+        return self.bf16_flops / self.memory_bandwidth
 
 
 A100_80GB = Accelerator(
     name="NVIDIA A100 80GB SXM",
     bf16_flops=312e12,
     memory_bytes=80 * 2**30,
+    memory_bandwidth=2.039e12,
     source="NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
-           "(624 with sparsity), 80GB HBM2e (80 GiB: nvidia-smi shows 81920 MiB)",
+           "(624 with sparsity), 80GB HBM2e (80 GiB: nvidia-smi shows 81920 MiB), "
+           "2,039 GB/s (SXM)",
 )
 """The GPU of the Llama 2 runs (and of nanoGPT's GPT-2 run, in its 40GB version)."""
 
@@ -68,8 +80,10 @@ H100_SXM = Accelerator(
     name="NVIDIA H100 SXM",
     bf16_flops=989e12,
     memory_bytes=80 * 2**30,
+    memory_bandwidth=3.35e12,
     source="NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS "
-           "with sparsity, i.e. about 989 dense; 80GB HBM3 (80 GiB, as the A100's)",
+           "with sparsity, i.e. about 989 dense; 80GB HBM3 (80 GiB, as the A100's), "
+           "3.35 TB/s (SXM)",
 )
 """The next generation, for comparison."""
 
