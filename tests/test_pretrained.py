@@ -78,25 +78,52 @@ def test_a_base_model_that_no_longer_fits_fails_loudly(tmp_path, monkeypatch):
         pretrained.load("tang")
 
 
-@pytest.mark.parametrize("name", pretrained.NAMES)
-def test_the_recorded_command_reproduces_the_first_steps(name, tmp_path, monkeypatch):
-    """Rerun the shipped command for RERUN_STEPS steps, on the same schedule."""
-    card = pretrained.card(name)
-    command = list(card.command)
+def _draft_folder(name: str) -> Path:
+    return pretrained.folder(name).with_name(name + pretrained.DRAFT_SUFFIX)
+
+
+@pytest.mark.parametrize("folder", [*pretrained.NAMES,
+                                    *(n + pretrained.DRAFT_SUFFIX for n in pretrained.NAMES)])
+def test_the_recorded_command_reproduces_the_first_steps(folder, tmp_path, monkeypatch):
+    """Rerun the shipped command (a base model's or a draft's) for RERUN_STEPS steps,
+    on the same schedule."""
+    name = folder.removesuffix(pretrained.DRAFT_SUFFIX)  # the corpus
+    shipped = pretrained.folder(name).with_name(folder)
+    record = pretrained.read_config(shipped)
+    command = list(record["provenance"]["command"])
     data = command[command.index("--data") + 1]
     text = pretrained.training_text(name)
-    provenance = pretrained.read_config(pretrained.folder(name))["provenance"]
-    assert hashlib.sha256(text.encode()).hexdigest() == provenance["data_sha256"]
+    assert hashlib.sha256(text.encode()).hexdigest() == record["provenance"]["data_sha256"]
     (tmp_path / data).write_text(text, encoding="utf-8")
     out = command[command.index("--out") + 1]
     monkeypatch.chdir(tmp_path)
     assert cli.train_main([*command[1:], "--stop-at", str(RERUN_STEPS)]) == 0
     metrics = json.loads((tmp_path / out / pretrained.METRICS).read_text())
+    shipped_losses = json.loads((shipped / pretrained.METRICS).read_text())["losses"]
     assert metrics["iterations"] == list(range(1, RERUN_STEPS + 1))
-    assert metrics["losses"] == pytest.approx(card.losses[:RERUN_STEPS], abs=1e-4)
+    assert metrics["losses"] == pytest.approx(shipped_losses[:RERUN_STEPS], abs=1e-4)
     # the same tokenizer, too
     assert (tmp_path / out / pretrained.TOKENIZER).read_bytes() == (
+        shipped / pretrained.TOKENIZER).read_bytes()
+
+
+@pytest.mark.parametrize("name", pretrained.NAMES)
+def test_a_draft_is_smaller_and_reads_its_base_models_tokens(name):
+    target, _ = pretrained.load(name)
+    draft = pretrained.load_draft(name)
+    assert isinstance(draft, TransformerLM) and not draft.training
+    assert (draft.vocab_size, draft.context_length) == (target.vocab_size,
+                                                        target.context_length)
+    assert 3 * sum(p.numel() for p in draft.parameters()) < sum(
+        p.numel() for p in target.parameters())
+    # the same tokenizer file: the same ids for the same text
+    assert (_draft_folder(name) / pretrained.TOKENIZER).read_bytes() == (
         pretrained.folder(name) / pretrained.TOKENIZER).read_bytes()
+    record = pretrained.read_config(_draft_folder(name))
+    assert record["provenance"]["corpus"] == name
+    assert not record["provenance"]["commit"].endswith("+changes")
+    assert {p.name for p in _draft_folder(name).iterdir()} == {
+        pretrained.CHECKPOINT, pretrained.CONFIG, pretrained.METRICS, pretrained.TOKENIZER}
 
 
 def test_the_training_script_records_what_the_tests_rerun():
@@ -112,6 +139,9 @@ def test_the_training_script_records_what_the_tests_rerun():
         command = pretrained.card(name).command
         args = train_base_models.ARGUMENTS[name]
         assert command[3:3 + len(args)] == args, name
+        draft = pretrained.read_config(_draft_folder(name))["provenance"]["command"]
+        args = train_base_models.ARGUMENTS[name + pretrained.DRAFT_SUFFIX]
+        assert draft[3:3 + len(args)] == args, name
 
 
 def test_the_base_models_meet_their_quality_targets():
