@@ -12,11 +12,9 @@ tokens from the start of a held-out line:
   scale per row) and at 4 bits in groups of 32 columns (the widths 128 and 352 of
   the base models' layers share no larger power of two), with the weight bytes and
   how many tokens it writes before its text first leaves the float model's;
-* :func:`llmlab.inference.speculative_generate` for ``k`` = 1, 2, 4, 8, with a
-  draft model that this script trains first, once per base model
-  (``TransformerLM`` of one block of width 64, the base model's tokenizer,
-  ``llmlab.training.train`` on the base model's training text for ``--draft-steps``
-  steps, on ``--draft-device``); against plain decoding without the KV cache too,
+* :func:`llmlab.inference.speculative_generate` for ``k`` = 1, 2, 4, 8, with the
+  base model's shipped draft (:func:`llmlab.pretrained.load_draft`); against plain
+  decoding without the KV cache too,
   since the speculative loop here recomputes the window on each pass: tokens/s,
   acceptance rate, target forward passes per generated token, and whether the text
   equals the target's own greedy text (it must, up to float rounding on a GPU).
@@ -44,10 +42,7 @@ import torch  # noqa: E402
 
 from llmlab.generation import generate  # noqa: E402
 from llmlab.inference import quantize_weights, speculative_generate  # noqa: E402
-from llmlab.models.llama import TransformerLM  # noqa: E402
-from llmlab.pretrained import NAMES, load, training_text  # noqa: E402
-from llmlab.training import train  # noqa: E402
-from llmlab.training.optim import AdamW  # noqa: E402
+from llmlab.pretrained import NAMES, load, load_draft, training_text  # noqa: E402
 
 QUANTIZED = ((8, None), (4, None), (4, 32))  # (bits, group_size): 32 divides d_ff = 352
 KS = (1, 2, 4, 8)
@@ -77,29 +72,9 @@ def _timed(fn: Callable[[], object], reps: int, device: str) -> tuple[list[float
     return seconds, out
 
 
-def train_draft(name: str, steps: int, device: str) -> TransformerLM:
-    """A one-block model of width 64 trained on the first nine tenths of the base
-    model ``name``'s text (the part the base model trained on), with its tokenizer."""
-    target, tokenizer = load(name)
-    text = training_text(name)
-    ids = torch.tensor(tokenizer.encode(text[: len(text) * 9 // 10]))
-    torch.manual_seed(0)
-    draft = TransformerLM(vocab_size=target.vocab_size, context_length=target.context_length,
-                          d_model=64, num_layers=1, num_heads=2, d_ff=176, device=device)
-    optimizer = AdamW(draft.parameters(), lr=3e-3, weight_decay=0.0)
-    start = time.perf_counter()
-    result = train(draft, optimizer, ids, steps=steps, batch_size=16, seed=0)
-    _sync(device)
-    size = sum(p.numel() for p in draft.parameters())
-    print(f"\ndraft for {name} on {device}: {size:,} parameters, {steps} steps in {time.perf_counter() - start:.1f} s, "
-          f"loss {result.losses[0]:.2f} -> {result.losses[-1]:.2f}")
-    return draft.eval()
-
-
-def bench(name: str, device: str, reps: int, new_tokens: int, draft: TransformerLM
-          ) -> None:
+def bench(name: str, device: str, reps: int, new_tokens: int) -> None:
     model, tokenizer = load(name, device)
-    draft = copy.deepcopy(draft).to(device)
+    draft = load_draft(name, device)
     text = training_text(name)
     held_out = text[len(text) * 9 // 10:]
     prompt = tokenizer.encode(held_out[held_out.index("\n") + 1:][:12])
@@ -146,16 +121,12 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--new-tokens", type=int, default=100)
-    parser.add_argument("--draft-steps", type=int, default=300)
-    parser.add_argument("--draft-device", default="cuda" if torch.cuda.is_available()
-                        else "cpu", help="where the draft trains (once per model)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}"
           + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
     for name in args.models:
-        draft = train_draft(name, args.draft_steps, args.draft_device)
         for device in args.devices:
-            bench(name, device, args.reps, args.new_tokens, draft)
+            bench(name, device, args.reps, args.new_tokens)
 
 
 if __name__ == "__main__":
