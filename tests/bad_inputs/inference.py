@@ -1,5 +1,5 @@
 """Bad inputs of "Faster inference": llmlab.inference (weight quantization and
-speculative decoding).
+speculative decoding), llmlab.experiments.inference and llmlab.report.inference.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
 tests/bad_inputs/__init__.py)."""
@@ -11,7 +11,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+import llmlab.experiments.inference as exp_inference
 import llmlab.models.llama as llama
+import llmlab.report.inference as report_inference
 from llmlab.inference import (
     QuantizedLinear,
     dequantize,
@@ -23,6 +25,9 @@ from llmlab.layers import Linear
 from llmlab.norm import RMSNorm
 
 from bad_inputs import NAN, T, V, Case, _gpt2_lm, _ids, _llama_lm, _x, case
+
+
+EXP, REP = "llmlab.experiments.inference", "llmlab.report.inference"
 
 
 def _other_vocab() -> llama.TransformerLM:
@@ -144,7 +149,45 @@ CASES: list[Case] = [
     case("speculative seed for a generator", "llmlab.inference.speculative_generate",
          lambda: _spec(temperature=1.0, generator=0), T, "generator",
          r"generator must be a torch\.Generator, got int"),
+    # --- llmlab.experiments.inference --------------------------------------------------
+    case("held_out_text of another corpus", f"{EXP}.held_out_text",
+         lambda: exp_inference.held_out_text("wikipedia"), V, "corpus",
+         r"corpus must be one of"),
+    case("held_out_text of 10 characters", f"{EXP}.held_out_text",
+         lambda: exp_inference.held_out_text("tang", 10), V, "chars",
+         r"chars must be an int >= 100, got 10"),
+    case("expected_tokens_per_pass of alpha 1.5", f"{EXP}.expected_tokens_per_pass",
+         lambda: exp_inference.expected_tokens_per_pass(1.5, 4), V, "alpha",
+         r"alpha must be a finite number in \[0(\.0)?, 1(\.0)?\], got 1\.5"),
+    case("expected_tokens_per_pass of k 0", f"{EXP}.expected_tokens_per_pass",
+         lambda: exp_inference.expected_tokens_per_pass(0.5, 0), V, "k",
+         r"k must be an int >= 1, got 0"),
+    case("run_quantization of another corpus", f"{EXP}.run_quantization",
+         lambda: exp_inference.run_quantization("wikipedia"), V, "corpus",
+         r"corpus must be one of"),
+    case("run_speculative of no k", f"{EXP}.run_speculative",
+         lambda: exp_inference.run_speculative("tang", ks=()), V, "ks",
+         r"ks must hold at least one value"),
+    case("run_sampling_check of 0 draws", f"{EXP}.run_sampling_check",
+         lambda: exp_inference.run_sampling_check(0), V, "draws",
+         r"draws must be an int >= 1, got 0"),
+    case("run_gqa_comparison of 3 kv heads", f"{EXP}.run_gqa_comparison",
+         lambda: exp_inference.run_gqa_comparison(kv_heads=(4, 3)), V, "num_kv_heads",
+         r"num_kv_heads \(3\) must divide num_heads \(4\)"),
+    # --- llmlab.report.inference ---------------------------------------------------
+    *[case(f"{name} of a dict", f"{REP}.{name}", lambda name=name: getattr(
+        report_inference, name)({}), T, arg, r"must be a")
+      for name, arg in (("costs_table", "costs"), ("quantization_table", "results"),
+                        ("layers_table", "result"), ("row_scales_figure", "result"),
+                        ("speculative_table", "results"),
+                        ("speculative_figure", "results"), ("sampling_table", "check"),
+                        ("gqa_memory_table", "result"), ("gqa_quality_table", "result"),
+                        ("setting_name", "row"))],
 ]
+
+EXEMPT: dict[str, str] = {
+    f"{EXP}.run_inference_costs": "takes no arguments",
+}
 
 # Good-input controls: the same calls done right, which must go through.
 GOOD: list[tuple[str, Callable[[], object]]] = [
