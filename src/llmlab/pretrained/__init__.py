@@ -293,17 +293,23 @@ def load(name: str, device: str | torch.device = "cpu"
 
     Taught on: "Training and generating text".
     """
-    run = folder(name)
-    check_type("device", device, (str, torch.device), expected="a device such as 'cpu'")
-    try:
-        model, tokenizer, _ = load_run(run, device)
-    except ValueError as err:
-        raise RuntimeError(
-            f"the shipped base model {name!r} no longer fits the code ({err}); "
-            f"retrain it with `{_RETRAIN.format(name=name)}`"
-        ) from None
+    check_choice("name", name, NAMES)
+    model, tokenizer, _ = _load_shipped(name, device, "base model")
     return model, tokenizer
 
+
+def _load_shipped(folder_name: str, device: object, what: str
+                  ) -> tuple[TransformerLM, Tokenizer | ByteTokenizer, dict[str, Any]]:
+    """:func:`load_run` of a shipped folder; a folder that no longer fits the code is
+    a ``RuntimeError`` that names the command retraining it."""
+    check_type("device", device, (str, torch.device), expected="a device such as 'cpu'")
+    try:
+        return load_run(_DIR / folder_name, device)
+    except ValueError as err:
+        raise RuntimeError(
+            f"the shipped {what} {folder_name!r} no longer fits the code ({err}); "
+            f"retrain it with `{_RETRAIN.format(name=folder_name)}`"
+        ) from None
 
 
 def load_draft(name: str, device: str | torch.device = "cpu") -> TransformerLM:
@@ -329,13 +335,5 @@ def load_draft(name: str, device: str | torch.device = "cpu") -> TransformerLM:
     Taught on: "Faster inference".
     """
     check_choice("name", name, NAMES)
-    check_type("device", device, (str, torch.device), expected="a device such as 'cpu'")
-    draft = name + DRAFT_SUFFIX
-    try:
-        model, _, _ = load_run(_DIR / draft, device)
-    except ValueError as err:
-        raise RuntimeError(
-            f"the shipped draft model {draft!r} no longer fits the code ({err}); "
-            f"retrain it with `{_RETRAIN.format(name=draft)}`"
-        ) from None
+    model, _, _ = _load_shipped(name + DRAFT_SUFFIX, device, "draft model")
     return model
