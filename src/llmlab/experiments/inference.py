@@ -264,7 +264,7 @@ def _layer_error(path: str, weight: Tensor) -> LayerError:
                       mean_error[0], mean_error[1], absmax.tolist())
 
 
-@cached(cost=1.0)  # seconds on one core: four held-out losses, four short greedy texts
+@cached(cost=1.4)  # seconds on one core: four held-out losses, four short greedy texts
 def run_quantization(corpus: str, greedy_tokens: int = 32) -> QuantizationResult:
     """Quantize the base model ``corpus`` each way of :data:`QUANTIZATIONS`.
 
@@ -512,7 +512,7 @@ def _copies_difference(config: LlamaConfig) -> float:
         return float((grouped(ids) - full(ids)).abs().max())
 
 
-@cached(cost=4.0)  # seconds on one core: three training runs of 80 steps
+@cached(cost=6.0)  # seconds on one core: three training runs of 80 steps
 def run_gqa_comparison(kv_heads: tuple[int, ...] = GQA_KV_HEADS, steps: int = 80,
                        batch_size: int = 8, seed: int = 0) -> GQAComparison:
     """Multi-head, grouped and multi-query attention: memory, equivalence, quality.
