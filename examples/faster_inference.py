@@ -41,16 +41,14 @@ torch.set_num_threads(1)
 model, tokenizer = load("shakespeare")
 prompt = tokenizer.encode("ROMEO:\n")
 greedy = generate(model, prompt, 24, greedy=True, use_kv_cache=False)
-rows = [["float32", fmt_int(4 * sum(p.numel() for p in model.parameters())),
-         repr(tokenizer.decode(greedy))]]
+rows = []
 for bits in (8, 4):
     quantized = copy.deepcopy(model)
     report = quantize_weights(quantized, bits)
     text = generate(quantized, prompt, 24, greedy=True, use_kv_cache=False)
-    rows.append([f"int{bits}", label(f"线性层 {fmt_int(report.quantized_bytes)}",
-                                     f"linear layers {fmt_int(report.quantized_bytes)}"),
-                 repr(tokenizer.decode(text))])
-display(table([label("权重", "weights"), label("字节", "bytes"),
+    rows.append([f"int{bits}", fmt_int(report.quantized_bytes), repr(tokenizer.decode(text))])
+rows.insert(0, ["float32", fmt_int(report.float_bytes), repr(tokenizer.decode(greedy))])
+display(table([label("权重", "weights"), label("线性层的字节数", "bytes of the linear layers"),
                label("贪心续写", "greedy continuation")], rows))
 
 # %% [markdown] lang="zh"

@@ -50,7 +50,7 @@ ARGUMENTS: dict[str, list[str]] = {
     ],
     # draft models for speculative decoding ("Faster inference"): the same text, the
     # same tokenizer (BPE trained on it with the same vocabulary size: the same
-    # merges), a quarter of the width and half the depth
+    # merges), half the width and half the depth
     "shakespeare-draft": [
         "--vocab-size", "1024", "--context-length", "128", "--d-model", "64",
         "--num-layers", "2", "--num-heads", "2", "--batch-size", "16",

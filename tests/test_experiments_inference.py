@@ -38,7 +38,7 @@ def test_inference_costs_follow_the_formulas():
         assert row.weight_bytes == 2 * config.parameter_count()
         d_head = config.d_model // config.num_heads
         assert row.kv_bytes_per_token == kv_cache_bytes(config.num_layers,
-                                                        config.num_kv_heads, d_head, 1, 2)
+                                                        config.kv_heads, d_head, 1, 2)
         assert row.flops_per_token == (2 * config.matmul_parameter_count()
                                        + 4 * config.num_layers * config.d_model * 4096)
     # grouped-query attention: 70B's cache per token is smaller than 7B's
@@ -54,6 +54,9 @@ def test_copies_of_kv_heads_make_the_multi_head_model():
 def test_speculative_run_writes_the_greedy_text_and_counts_passes():
     result = exp.run_speculative("shakespeare", ks=(1, 3), new_tokens=10)
     for row in result.rows:
+        read = (row.target_calls * result.target_parameters
+                + row.draft_calls * result.draft_parameters)
+        assert result.weights_read(row) == read / (10 * result.target_parameters)
         assert row.proposed == row.draft_calls  # greedy: one pass per proposal
         assert row.accepted <= row.proposed and row.target_calls <= 10
         # every target pass adds the kept proposals and one token of its own
@@ -109,6 +112,6 @@ def test_gqa_comparison_on_a_short_run():
     result = exp.run_gqa_comparison(kv_heads=(4, 1), steps=3, batch_size=2)
     assert result.kv_bytes[0] == 4 * result.kv_bytes[1]
     assert result.parameters[0] - result.parameters[1] == 2 * 2 * 64 * (64 - 16)
-    assert all(len(losses) == 3 for losses in result.losses)
+    assert result.steps == 3 and len(result.val_loss) == 2
     model = TransformerLM.from_config(dataclasses.replace(LLAMA_TOY, num_kv_heads=1))
     assert len(generate(model, [1, 2], 3, greedy=True)) == 3

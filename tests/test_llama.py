@@ -169,7 +169,7 @@ def test_bf16_forward():
 def test_llama2_70b_count_and_grouped_heads():
     # the released Llama 2 70B: 68,976,648,192 parameters, 8 key/value heads for 64
     assert LLAMA2_70B.parameter_count() == 68_976_648_192
-    assert (LLAMA2_70B.num_heads, LLAMA2_70B.num_kv_heads) == (64, 8)
+    assert (LLAMA2_70B.num_heads, LLAMA2_70B.kv_heads) == (64, 8)
     model = TransformerLM.from_config(LLAMA2_70B, device="meta")
     assert model.layers[0].attn.k_proj.weight.shape == (8 * 128, 8192)
 
@@ -177,8 +177,11 @@ def test_llama2_70b_count_and_grouped_heads():
 def test_config_without_kv_heads_means_multi_head():
     # a config saved before grouped-query attention existed (no such field) loads as MHA
     fields = {k: v for k, v in dataclasses.asdict(LLAMA_TOY).items() if k != "num_kv_heads"}
-    assert LlamaConfig(**fields).num_kv_heads == LLAMA_TOY.num_heads == 4
-    assert LlamaConfig(**fields) == dataclasses.replace(LLAMA_TOY, num_kv_heads=4)
+    config = LlamaConfig(**fields)
+    assert config.num_kv_heads is None and config.kv_heads == config.num_heads == 4
+    # a copy with more heads stays multi-head (None is kept, not resolved)
+    assert dataclasses.replace(LLAMA_TOY, num_heads=8).kv_heads == 8
+    assert dataclasses.replace(GQA_TOY, num_heads=8).kv_heads == 2
 
 
 @pytest.mark.parametrize("kv_heads", [1, 2, 4])

@@ -54,6 +54,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from llmlab._surgery import device_of
 from llmlab.checks import (
     check_callable,
     check_choice,
@@ -803,7 +804,7 @@ def wrap_ddp(model: nn.Module, **ddp_kwargs: Any) -> DistributedDataParallel:
     Taught on: "Where the compute and the memory go".
     """
     model = _check_model(model)
-    device = next(model.parameters()).device
+    device = device_of(model)
     device_ids = [device.index] if device.type == "cuda" else None
     return DistributedDataParallel(model, device_ids=device_ids, **ddp_kwargs)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from llmlab._surgery import device_of
 from llmlab.checks import (
     check_bool,
     check_finite_float,
@@ -153,7 +154,7 @@ def generate(
     check_bool("use_kv_cache", use_kv_cache)
     ids = _check_generate(prompt, model.vocab_size, max_new_tokens, greedy, temperature,
                           top_k, top_p, eos_token_id, generator)
-    device = next(model.parameters()).device
+    device = device_of(model)
     text = (ids if ids.ndim == 2 else ids[None]).to(device)  # (B, n) so far
     was_training = model.training
     model.eval()

@@ -172,8 +172,8 @@ CASES: list[Case] = [
          lambda: exp_inference.run_sampling_check(0), V, "draws",
          r"draws must be an int >= 1, got 0"),
     case("run_gqa_comparison of 3 kv heads", f"{EXP}.run_gqa_comparison",
-         lambda: exp_inference.run_gqa_comparison(kv_heads=(4, 3)), V, "num_kv_heads",
-         r"num_kv_heads \(3\) must divide num_heads \(4\)"),
+         lambda: exp_inference.run_gqa_comparison(kv_heads=(4, 3)), V, "kv_heads",
+         r"kv_heads must divide the 4 query heads, got 3 in \(4, 3\)"),
     # --- llmlab.report.inference ---------------------------------------------------
     *[case(f"{name} of a dict", f"{REP}.{name}", lambda name=name: getattr(
         report_inference, name)({}), T, arg, r"must be a")

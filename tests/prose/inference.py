@@ -40,5 +40,6 @@ ALLOWED: dict[str, str] = {
     "0.5": "exercise 6's distributions p and q, set in its block",
     "0.7": "exercise 6's answer, asserted in its block (kept.sum() == 0.7)",
     "2019": "year of a citation (Shazeer)",
+    "2022": "year of a citation (Dettmers et al., LLM.int8())",
     "2023": "year of a citation (Leviathan et al.; Chen et al.; Ainslie et al.)",
 }

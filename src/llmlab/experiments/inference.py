@@ -30,11 +30,22 @@ from torch import Tensor, nn
 
 from llmlab._surgery import LINEAR, named_children
 from llmlab.build.cache import cached
-from llmlab.checks import check_choice, check_finite_float, check_int, check_sizes
+from llmlab.checks import (
+    check_choice,
+    check_finite_float,
+    check_int,
+    check_sizes,
+    check_type,
+)
 from llmlab.flops import flops_per_token
 from llmlab.generation import generate
 from llmlab.hardware import ACCELERATORS
-from llmlab.inference import quantize_tensor, quantize_weights, speculative_generate
+from llmlab.inference import (
+    dequantize,
+    quantize_tensor,
+    quantize_weights,
+    speculative_generate,
+)
 from llmlab.kv_cache import kv_cache_bytes
 from llmlab.models.llama import LLAMA2_7B, LLAMA2_70B, LlamaConfig, TransformerLM
 from llmlab.pretrained import NAMES, card, load, load_draft, training_text
@@ -73,8 +84,7 @@ HELD_OUT_CHARS = 4_000  # the end of the corpus, after a line break: never train
 
 
 def _prompt(corpus: str) -> str:
-    """The first six characters of the first held-out line of at least twelve: for
-    the Tang model a half line of five characters and its comma."""
+    """The first six characters of the first held-out line of at least twelve."""
     return next(line for line in held_out_text(corpus).split("\n") if len(line) >= 12)[:6]
 
 
@@ -101,7 +111,9 @@ class CostRow:
     Attributes:
         name: The model.
         parameters: All its parameters.
-        weight_bytes: Its weights at 2 bytes each: read once per generated token.
+        weight_bytes: Its weights at 2 bytes each: read once per generated token (the
+            embedding table counted whole, though a token reads one row of it: an
+            upper bound on the bytes, by 2% for Llama 2 7B).
         kv_bytes_per_token: KV-cache bytes each token adds (keys and values, every
             layer, its key/value heads), 2 bytes each.
         context: The tokens of context considered (the model's context length).
@@ -109,7 +121,7 @@ class CostRow:
         flops_per_token: Forward FLOPs of one generated token at that context:
             ``2N + 4·L·d·T`` (a third of :func:`llmlab.flops.flops_per_token`).
         intensity: ``flops_per_token / (weight_bytes + kv_bytes)``: FLOPs per byte
-            read at batch size 1.
+            read at batch size 1, at a full context.
     """
 
     name: str
@@ -130,20 +142,16 @@ class InferenceCosts:
         rows: One :class:`CostRow` per model.
         ridge: FLOPs per byte at which each accelerator of
             :data:`llmlab.hardware.ACCELERATORS` stops waiting on memory.
-        batch_to_ridge: Per model and accelerator, the batch size at which the
-            weights' reads are shared enough to reach the ridge (ignoring the KV
-            cache, which grows with the batch).
     """
 
     rows: list[CostRow]
     ridge: dict[str, float]
-    batch_to_ridge: dict[str, dict[str, int]]
 
 
 def _cost_row(name: str, config: LlamaConfig) -> CostRow:
     n = config.parameter_count()
     d_head = config.d_model // config.num_heads
-    per_token = kv_cache_bytes(config.num_layers, config.num_kv_heads, d_head, 1, 2)
+    per_token = kv_cache_bytes(config.num_layers, config.kv_heads, d_head, 1, 2)
     t = config.context_length
     flops = flops_per_token(config.matmul_parameter_count(), config.num_layers,
                             config.d_model, t) / 3  # forward only: a third
@@ -160,10 +168,8 @@ def run_inference_costs() -> InferenceCosts:
     configs = [(name, card(name).config) for name in NAMES]
     configs += [("Llama 2 7B", LLAMA2_7B), ("Llama 2 70B", LLAMA2_70B)]
     rows = [_cost_row(name, config) for name, config in configs]
-    ridge = {key: acc.ridge_intensity for key, acc in ACCELERATORS.items()}
-    batch = {row.name: {key: max(1, round(r / (row.flops_per_token / row.weight_bytes)))
-                        for key, r in ridge.items()} for row in rows}
-    return InferenceCosts(rows, ridge, batch)
+    return InferenceCosts(rows, {key: acc.ridge_intensity
+                                 for key, acc in ACCELERATORS.items()})
 
 
 # --------------------------------------------------------------------------
@@ -207,8 +213,9 @@ class LayerError:
         peak_ratio: ``max |w| / mean |w|`` over the layer: how far its largest
             weights stand out.
         row_error: Mean ``|w - ŵ|`` at 4 bits with a scale per row.
-        group_error: The same with a scale per 32 columns.
-        row_absmax: Per output row, ``max |w|``: the rows' scales are these / 7.
+        group_error: The same with a scale per group of columns (the group size of
+            :data:`QUANTIZATIONS`).
+        row_absmax: Per output row, ``max |w|``: the rows' 4-bit scales are these / 7.
     """
 
     layer: str
@@ -243,22 +250,13 @@ class QuantizationResult:
     greedy_tokens: int
 
 
-def _nats_per_char(model: nn.Module, tokenizer, text: str) -> float:
-    loss = held_out_loss(model, tokenizer, text)
-    return loss.nats / loss.characters
-
-
 def _first_difference(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def _layer_error(path: str, weight: Tensor) -> LayerError:
-    mean_error = []
-    for group in (None, 32):
-        codes, scales = quantize_tensor(weight, 4, group)
-        g = weight.shape[1] if group is None else group
-        approx = (codes.reshape(len(weight), -1, g) * scales[..., None]).reshape(weight.shape)
-        mean_error.append(float((weight - approx).abs().mean()))
+def _layer_error(path: str, weight: Tensor, group_size: int) -> LayerError:
+    mean_error = [float((weight - dequantize(*quantize_tensor(weight, 4, group), group))
+                        .abs().mean()) for group in (None, group_size)]
     absmax = weight.abs().amax(dim=1)  # (out,)
     return LayerError(path, float(weight.abs().max() / weight.abs().mean()),
                       mean_error[0], mean_error[1], absmax.tolist())
@@ -276,19 +274,20 @@ def run_quantization(corpus: str, greedy_tokens: int = 32) -> QuantizationResult
     text = held_out_text(corpus)
     prompt = tokenizer.encode(_prompt(corpus))
     base_text = generate(model, prompt, greedy_tokens, greedy=True)
-    base_loss = _nats_per_char(model, tokenizer, text)
+    base_loss = held_out_loss(model, tokenizer, text).nats_per_character
     linear = [(path, child.weight.detach()) for path, _, _, child in named_children(model)
               if isinstance(child, LINEAR)]
     rows = []
     for bits, group in QUANTIZATIONS:
         quantized = copy.deepcopy(model)
         report = quantize_weights(quantized, bits, group)
-        loss = _nats_per_char(quantized, tokenizer, text)
+        loss = held_out_loss(quantized, tokenizer, text).nats_per_character
         same = _first_difference(generate(quantized, prompt, greedy_tokens, greedy=True),
                                  base_text)
         rows.append(QuantizedRow(bits, group, report.float_bytes, report.quantized_bytes,
                                  report.max_abs_error, loss, loss - base_loss, same))
-    layers = sorted((_layer_error(path, w) for path, w in linear),
+    group = next(g for _, g in QUANTIZATIONS if g is not None)
+    layers = sorted((_layer_error(path, w, group) for path, w in linear),
                     key=lambda e: -e.peak_ratio)
     return QuantizationResult(corpus, len(text), base_loss, rows[0].float_bytes, rows,
                               layers, len(linear), greedy_tokens)
@@ -340,6 +339,14 @@ class SpeculativeResult:
     new_tokens: int
     agreement: float
     rows: list[SpeculativeRow]
+
+    def weights_read(self, row: SpeculativeRow) -> float:
+        """Weights read per generated token, as a multiple of plain decoding's (one
+        target pass per token): every pass reads its model's weights once, so
+        ``(target_calls · N_target + draft_calls · N_draft) / (new_tokens · N_target)``."""
+        check_type("row", row, SpeculativeRow)
+        read = row.target_calls * self.target_parameters + row.draft_calls * self.draft_parameters
+        return read / (self.new_tokens * self.target_parameters)
 
 
 def expected_tokens_per_pass(alpha: float, k: int) -> float:
@@ -467,8 +474,8 @@ class GQAComparison:
     Attributes:
         kv_heads: Key/value heads per run (of ``num_heads`` query heads).
         num_heads: Query heads.
-        kv_bytes: KV-cache bytes of a full context of the shipped base model's
-            shape with each number of kv heads (float32, as the course runs it).
+        kv_bytes: 16-bit KV-cache bytes of a full context of the Shakespeare base
+            model's shape with each number of kv heads.
         llama70b_kv_heads: The kv heads compared at Llama 2 70B's shape (64, its 8, 1).
         llama70b_kv_bytes: Its KV cache at 4,096 tokens, 16-bit, per sequence.
         copies_difference: Largest ``|logit|`` difference between a grouped model
@@ -476,7 +483,6 @@ class GQAComparison:
         parameters: Parameters of each trained model.
         steps, batch_size, context_length: The short training runs' settings.
         val_loss: Validation loss (nats per token) after training, per run.
-        losses: Training loss per step, per run.
     """
 
     kv_heads: list[int]
@@ -490,7 +496,6 @@ class GQAComparison:
     batch_size: int
     context_length: int
     val_loss: list[float]
-    losses: list[list[float]]
 
 
 def _copies_difference(config: LlamaConfig) -> float:
@@ -499,12 +504,12 @@ def _copies_difference(config: LlamaConfig) -> float:
     torch.manual_seed(0)
     grouped = TransformerLM.from_config(config)
     full = TransformerLM.from_config(dataclasses.replace(config, num_kv_heads=None))
-    group = config.num_heads // config.num_kv_heads
+    group = config.num_heads // config.kv_heads
     d_head = config.d_model // config.num_heads
     state = grouped.state_dict()
     for name, weight in state.items():
         if name.endswith(("k_proj.weight", "v_proj.weight")):  # (kv·d_head, d_model)
-            state[name] = (weight.reshape(config.num_kv_heads, d_head, -1)
+            state[name] = (weight.reshape(config.kv_heads, d_head, -1)
                            .repeat_interleave(group, dim=0).reshape(config.d_model, -1))
     full.load_state_dict(state)
     ids = torch.randint(0, config.vocab_size, (2, config.context_length))
@@ -528,33 +533,35 @@ def run_gqa_comparison(kv_heads: tuple[int, ...] = GQA_KV_HEADS, steps: int = 80
     check_int("batch_size", batch_size)
     check_int("seed", seed, minimum=0)
     base = card("shakespeare").config
-    for kv in kv_heads:  # every count must divide the query heads
-        dataclasses.replace(base, num_kv_heads=kv)
-    d_head = base.d_model // base.num_heads
-    kv_bytes = [kv_cache_bytes(base.num_layers, kv, d_head, base.context_length)
-                for kv in kv_heads]
-    llama_heads = [LLAMA2_70B.num_heads, LLAMA2_70B.num_kv_heads, 1]
-    llama_bytes = [kv_cache_bytes(LLAMA2_70B.num_layers, kv, 128, 4096, 2)
-                   for kv in llama_heads]
     small = LlamaConfig(vocab_size=base.vocab_size, context_length=64, d_model=64,
-                        num_layers=2, num_heads=4, d_ff=176)
-    difference = max(_copies_difference(dataclasses.replace(small, num_kv_heads=kv))
-                     for kv in kv_heads if kv != small.num_heads)
+                        num_layers=2, num_heads=base.num_heads, d_ff=176)
+    for kv in kv_heads:
+        if base.num_heads % kv:
+            raise ValueError(f"kv_heads must divide the {base.num_heads} query heads, "
+                             f"got {kv} in {kv_heads}")
+    d_head = base.d_model // base.num_heads
+    kv_bytes = [kv_cache_bytes(base.num_layers, kv, d_head, base.context_length, 2)
+                for kv in kv_heads]
+    big = LLAMA2_70B
+    llama_heads = [big.num_heads, big.kv_heads, 1]
+    llama_bytes = [kv_cache_bytes(big.num_layers, kv, big.d_model // big.num_heads,
+                                  big.context_length, 2) for kv in llama_heads]
+    difference = max((_copies_difference(dataclasses.replace(small, num_kv_heads=kv))
+                      for kv in kv_heads if kv != small.num_heads), default=0.0)
     _, tokenizer = load("shakespeare")
     text = training_text("shakespeare")
     train_ids = torch.tensor(tokenizer.encode(text[:200_000]))
     val_ids = torch.tensor(tokenizer.encode(held_out_text("shakespeare", 20_000)))
-    parameters, val_loss, losses = [], [], []
+    parameters, val_loss = [], []
     for kv in kv_heads:
         torch.manual_seed(seed)
         model = TransformerLM.from_config(dataclasses.replace(small, num_kv_heads=kv))
         optimizer = AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-        result = train(model, optimizer, train_ids, steps=steps, batch_size=batch_size,
-                       lr_schedule=cosine_schedule(1e-2, 1e-3, steps // 10, steps),
-                       seed=seed)
+        train(model, optimizer, train_ids, steps=steps, batch_size=batch_size,
+              lr_schedule=cosine_schedule(1e-2, 1e-3, max(1, steps // 10), steps),
+              seed=seed)
         parameters.append(sum(p.numel() for p in model.parameters()))
         val_loss.append(estimate_loss(model, val_ids, 16, small.context_length, 8))
-        losses.append(list(result.losses))
     return GQAComparison(list(kv_heads), small.num_heads, kv_bytes, llama_heads,
                          llama_bytes, difference, parameters, steps, batch_size,
-                         small.context_length, val_loss, losses)
+                         small.context_length, val_loss)

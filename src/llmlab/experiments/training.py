@@ -1195,7 +1195,7 @@ def run_kv_cache_check(
                 formula.append(kv_cache_bytes(num_layers, num_heads,
                                               d_model // num_heads, t + 1))
     big = LLAMA2_7B
-    per_token = kv_cache_bytes(big.num_layers, big.num_heads,
+    per_token = kv_cache_bytes(big.num_layers, big.kv_heads,
                                big.d_model // big.num_heads, 1, bytes_per_element=2)
     return KVCacheCheckResult(
         list(prompt_lengths), diffs, tokens, formula, real, per_token,

@@ -218,10 +218,10 @@ class TransformerLM(nn.Module):
         num_heads: Attention heads per block.
         d_ff: SwiGLU hidden size.
         rope_theta: RoPE base Θ.
-        num_kv_heads: Key/value heads per block (``None``: ``num_heads``; fewer:
-            grouped-query attention, see :class:`MultiHeadSelfAttention`).
         device: Where to create the weights (``"meta"`` to count without memory).
         dtype: Their dtype.
+        num_kv_heads: Key/value heads per block (``None``: ``num_heads``; fewer:
+            grouped-query attention, see :class:`MultiHeadSelfAttention`).
 
     Taught on: "The building blocks of a modern (Llama-style) Transformer".
     """
@@ -235,9 +235,9 @@ class TransformerLM(nn.Module):
         num_heads: int,
         d_ff: int,
         rope_theta: float = 10_000.0,
-        num_kv_heads: int | None = None,
         device: Device = None,
         dtype: torch.dtype | None = None,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         # the config checks every size (num_heads divides d_model, RoPE pairs...)
@@ -319,8 +319,9 @@ class LlamaConfig:
         d_ff: SwiGLU hidden size, about ``8/3 · d_model``.
         rope_theta: RoPE base Θ; larger means slower-turning pairs.
         num_kv_heads: Key/value heads, a divisor of ``num_heads``; ``None`` (the
-            default) is read as ``num_heads`` (multi-head attention), and the field
-            then holds that number.
+            default): as many as ``num_heads``, multi-head attention. The field keeps
+            ``None`` (so a copy with another ``num_heads`` stays multi-head);
+            :attr:`kv_heads` gives the number.
     """
 
     vocab_size: int
@@ -337,10 +338,14 @@ class LlamaConfig:
                      "num_heads", "d_ff"):
             check_int(name, getattr(self, name))
         check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
-        object.__setattr__(self, "num_kv_heads",  # frozen: set once, here
-                           _check_kv_heads(self.num_kv_heads, self.num_heads))
+        _check_kv_heads(self.num_kv_heads, self.num_heads)
         check_finite_float("rope_theta", self.rope_theta, minimum=0.0, open_min=True)
         check_rope_size("d_model / num_heads (d_head)", self.d_model // self.num_heads)
+
+    @property
+    def kv_heads(self) -> int:
+        """The key/value heads per block: ``num_kv_heads``, or ``num_heads`` if ``None``."""
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
     def parameter_breakdown(self) -> dict[str, int]:
         """Parameters of :class:`TransformerLM` by formula, by child module.
@@ -380,7 +385,7 @@ class LlamaConfig:
         """One block's attention weights: ``q_proj``, ``output_proj`` d² each;
         ``k_proj``, ``v_proj`` d · num_kv_heads · d_head each."""
         d = self.d_model
-        return 2 * d * d + 2 * d * (self.num_kv_heads * (d // self.num_heads))
+        return 2 * d * d + 2 * d * (self.kv_heads * (d // self.num_heads))
 
 
 def _check_kv_heads(num_kv_heads: object, num_heads: int) -> int:
@@ -419,4 +424,3 @@ LLAMA2_70B = LlamaConfig(
 )
 """The shape of Llama 2 70B: grouped-query attention, 8 key/value heads for 64
 query heads (its paper, table 1 and section 2.2)."""
-

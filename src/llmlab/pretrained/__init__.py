@@ -12,7 +12,7 @@ reads it like any run (and takes the name instead of a folder):
 * ``metrics.json``: the whole loss curve (training and validation);
 * ``tokenizer.json``: the BPE tokenizer trained on the corpus.
 
-Each base model has a **draft** beside it, ``<name>-draft``: a model a quarter as
+Each base model has a **draft** beside it, ``<name>-draft``: a model half as
 wide and half as deep, trained by ``llmlab-train`` on the same text with the same
 tokenizer, for speculative decoding (:func:`load_draft`; "Faster inference").
 
@@ -317,7 +317,7 @@ def load_draft(name: str, device: str | torch.device = "cpu") -> TransformerLM:
 
     A :class:`~llmlab.models.llama.TransformerLM` in eval mode, trained by
     ``llmlab-train`` on the base model's text with the same tokenizer settings (so
-    the same merges and ids: a test checks the files are equal), a quarter of its
+    the same merges and ids: a test checks the files are equal), half its
     width and half its depth::
 
         target, tokenizer = llmlab.pretrained.load("tang")

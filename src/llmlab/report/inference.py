@@ -46,21 +46,20 @@ def _flops(x: float) -> str:
 
 
 def costs_table(costs: InferenceCosts) -> Localized:
-    """Per generated token at batch size 1, 16-bit: what is read, what is computed."""
+    """Per generated token at batch size 1, 16-bit: what is read, what is computed
+    (at a full context)."""
     check_type("costs", costs, InferenceCosts)
     headers = [label("模型", "model"), label("参数", "parameters"),
                label("权重（16 位）", "weights (16-bit)"),
                label("每个 token 的 KV 缓存", "KV cache per token"),
                label("满上下文的 KV 缓存", "KV cache, full context"),
                label("每个 token 的前向 FLOPs", "forward FLOPs per token"),
-               label("每读一字节的 FLOPs", "FLOPs per byte read"),
-               label("到 H100 脊点的批大小", "batch size to reach the H100's ridge")]
+               label("每读一字节的 FLOPs", "FLOPs per byte read")]
     rows = [[_model(r.name), fmt_int(r.parameters), fmt_bytes(r.weight_bytes),
              fmt_bytes(r.kv_bytes_per_token),
              label(f"{fmt_bytes(r.kv_bytes)}（{fmt_int(r.context)} 个 token）",
                    f"{fmt_bytes(r.kv_bytes)} ({fmt_int(r.context)} tokens)"),
-             _flops(r.flops_per_token), fmt_float(r.intensity, 2),
-             fmt_int(costs.batch_to_ridge[r.name]["H100"])] for r in costs.rows]
+             _flops(r.flops_per_token), fmt_float(r.intensity, 2)] for r in costs.rows]
     return table(headers, rows)
 
 
@@ -126,17 +125,20 @@ def row_scales_figure(result: QuantizationResult) -> Localized:
 
 def speculative_table(*results: SpeculativeResult) -> Localized:
     """Per base model and ``k``: passes of each model, tokens per target pass measured
-    and predicted, and the share of proposals kept."""
+    and predicted, the proposals kept, and the weights read per token against plain
+    decoding's."""
     for result in results:
         check_type("results", result, SpeculativeResult)
     headers = [label("目标模型", "target"), "k", label("目标前向", "target passes"),
                label("草稿前向", "draft passes"),
                label("每次目标前向的 token", "tokens per target pass"),
-               label("公式", "formula"), label("接受的提议", "accepted")]
+               label("公式", "formula"), label("接受的提议", "accepted"),
+               label("读的权重（× 普通解码）", "weights read (× plain)")]
     rows = [[_model(r.corpus), row.k, row.target_calls, row.draft_calls,
              fmt_float(r.new_tokens / row.target_calls, 2),
              fmt_float(row.expected_per_pass, 2),
-             f"{row.accepted}/{row.proposed}"] for r in results for row in r.rows]
+             f"{row.accepted}/{row.proposed}", fmt_float(r.weights_read(row), 2)]
+            for r in results for row in r.rows]
     return table(headers, rows)
 
 
@@ -179,11 +181,11 @@ def _heads(kv: int, num_heads: int) -> Label:
 
 
 def gqa_memory_table(result: GQAComparison) -> Localized:
-    """KV-cache bytes of a full context with each number of kv heads: the Shakespeare
-    base model's shape (float32) and Llama 2 70B's (16-bit, 4,096 tokens)."""
+    """16-bit KV-cache bytes of a full context with each number of kv heads: the
+    Shakespeare base model's shape and Llama 2 70B's."""
     check_type("result", result, GQAComparison)
     headers = [label("模型", "model"), label("注意力", "attention"),
-               label("满上下文的 KV 缓存", "KV cache, full context")]
+               label("满上下文的 KV 缓存（16 位）", "KV cache, full context (16-bit)")]
     rows = [[_model("shakespeare"), _heads(kv, result.num_heads), fmt_bytes(b)]
             for kv, b in zip(result.kv_heads, result.kv_bytes)]
     rows += [["Llama 2 70B", _heads(kv, result.llama70b_kv_heads[0]), fmt_bytes(b)]

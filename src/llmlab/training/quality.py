@@ -29,6 +29,7 @@ import statistics
 import torch
 from torch import nn
 
+from llmlab._surgery import device_of
 from llmlab.checks import (
     check_language_model,
     check_bool,
@@ -327,7 +328,7 @@ def held_out_loss(
         raise ValueError(f"tokenizer gives ids up to {max(ids)}, but the model's "
                          f"vocab_size is {model.vocab_size}; pass the model's tokenizer")
     context = model.context_length
-    device = next(model.parameters()).device
+    device = device_of(model)
     all_ids = torch.tensor(ids, dtype=torch.long)
     starts = list(range(0, len(ids) - 1, context))
     full = [s for s in starts if s + context + 1 <= len(ids)]
