@@ -125,19 +125,17 @@ def row_scales_figure(result: QuantizationResult) -> Localized:
 
 def speculative_table(*results: SpeculativeResult) -> Localized:
     """Per base model and ``k``: passes of each model, tokens per target pass measured
-    and predicted, the proposals kept, and the weights read per token against plain
-    decoding's."""
+    and predicted, and the weights read per token against plain decoding's."""
     for result in results:
         check_type("results", result, SpeculativeResult)
     headers = [label("目标模型", "target"), "k", label("目标前向", "target passes"),
                label("草稿前向", "draft passes"),
                label("每次目标前向的 token", "tokens per target pass"),
-               label("公式", "formula"), label("接受的提议", "accepted"),
+               label("公式", "formula"),
                label("读的权重（× 普通解码）", "weights read (× plain)")]
     rows = [[_model(r.corpus), row.k, row.target_calls, row.draft_calls,
              fmt_float(r.new_tokens / row.target_calls, 2),
-             fmt_float(row.expected_per_pass, 2),
-             f"{row.accepted}/{row.proposed}", fmt_float(r.weights_read(row), 2)]
+             fmt_float(row.expected_per_pass, 2), fmt_float(r.weights_read(row), 2)]
             for r in results for row in r.rows]
     return table(headers, rows)
 
