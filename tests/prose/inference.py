@@ -25,9 +25,12 @@ GUARDS: dict[str, list[object]] = {
 # numbers that are not results -> why
 ALLOWED: dict[str, str] = {
     "127": "the largest 8-bit code, 2^7 - 1: the definition of the codes",
-    "128": "Llama 2 70B's head dimension (8192 / 64), in exercise 5; and the width 128 of "
-           "the base models' layers (exercise 1)",
-    "352": "the base models' SwiGLU width, the layer of exercise 1",
+    "128": "Llama 2 70B's head dimension (8192 / 64), in exercise 5; the width 128 of "
+           "the base models' layers (exercise 1); the group size large models use, "
+           "named as the one that does not divide 352",
+    "352": "the base models' SwiGLU width (the layer of exercise 1; why groups of 128 "
+           "do not divide it)",
+    "11": "352 = 11 × 32: arithmetic on the base models' SwiGLU width",
     "16": "exercise 2's group size, set in its block (group_size=16)",
     "4,096": "Llama 2's context length, the setting of exercise 5",
     "4096": "Llama 2's context length, in exercise 5's arithmetic",
