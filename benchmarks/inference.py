@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT / "src"))  # this checkout's llmlab, not an installe
 
 import torch  # noqa: E402
 
+from llmlab.experiments.inference import QUANTIZATIONS  # noqa: E402
 from llmlab.generation import generate  # noqa: E402
 from llmlab.inference import quantize_weights, speculative_generate  # noqa: E402
 from llmlab.pretrained import NAMES, load, load_draft, training_text  # noqa: E402
 
-QUANTIZED = ((8, None), (4, None), (4, 32))  # (bits, group_size): 32 divides d_ff = 352
 KS = (1, 2, 4, 8)
 
 
@@ -95,7 +95,7 @@ def bench(name: str, device: str, reps: int, new_tokens: int) -> None:
             reps, device)
         row(f"plain, KV cache {'on' if use_cache else 'off'}", seconds)
     greedy = reference  # the whole-window text: what speculative decoding reproduces
-    for bits, group in QUANTIZED:
+    for bits, group in QUANTIZATIONS:  # the lecture's settings
         quantized = copy.deepcopy(model)
         report = quantize_weights(quantized, bits, group)
         seconds, out = _timed(lambda: generate(quantized, prompt, new_tokens, greedy=True),
