@@ -14,8 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmlab.alignment import dpo_loss, implicit_reward_accuracy, sequence_logprobs
+from llmlab.alignment import PreferenceData, dpo_loss, implicit_reward_accuracy, sequence_logprobs
 from llmlab.models.llama import TransformerLM
+from llmlab.training import IGNORE_INDEX, AdamW, train
 
 torch.set_num_threads(1)
 
@@ -155,3 +156,91 @@ def test_dpo_step_on_sequence_logprobs_prefers_the_chosen():
         for p in policy.parameters():
             p -= 0.05 * p.grad
     assert (margin() - before).sum() > 0
+
+
+# --- PreferenceData: pairs as rows of the training loop ---------------------------------
+_PAIRS = [([1, 2, 3], [4, 5], [6, 7, 8]), ([9, 10], [11], [12, 13]), ([2], [3, 4, 5], [6])]
+
+
+def _lm(seed: int = 0) -> TransformerLM:
+    torch.manual_seed(seed)
+    return TransformerLM(vocab_size=16, context_length=8, d_model=16, num_layers=1,
+                         num_heads=2, d_ff=32)
+
+
+def _alone(model, prompt, response):
+    """``sequence_logprobs`` of one unpadded sequence."""
+    ids = torch.tensor([prompt + response])
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    mask[0, len(prompt):] = True
+    with torch.no_grad():
+        return sequence_logprobs(model, ids, mask).item()
+
+
+def test_preference_data_lays_out_pairs_and_scores_the_reference_once():
+    reference = _lm()
+    data = PreferenceData(_PAIRS, reference, beta=0.1, pad_id=0)
+    assert len(data) == 3 and data.context_length == 6 and data.input_ids.shape == (3, 2, 6)
+    assert data.input_ids[1, 1].tolist() == [9, 10, 12, 13, 0, 0]  # rejected of pair 1, padded
+    assert data.response_mask[1, 1].tolist() == [False, False, True, True, False, False]
+    expected = [[_alone(reference, p, c), _alone(reference, p, r)] for p, c, r in _PAIRS]
+    torch.testing.assert_close(data.reference_logps, torch.tensor(expected), atol=1e-5, rtol=0)
+    # the same log-probabilities, given instead of the model
+    given = PreferenceData(_PAIRS, data.reference_logps, beta=0.1, pad_id=0)
+    assert torch.equal(given.reference_logps, data.reference_logps)
+
+
+def test_rows_cut_the_padding_a_batch_shares():
+    data = PreferenceData(_PAIRS, _lm(), beta=0.1, pad_id=0)
+    ids, mask, ref = data.rows(torch.tensor([1]))
+    assert ids.shape == mask.shape == (1, 2, 4) and ref.shape == (1, 2)  # 9 10 12 13
+    ids, _, _ = data.rows(torch.tensor([1, 0]))
+    assert ids.shape == (2, 2, 6)  # 1 2 3 6 7 8
+
+
+def test_train_on_preference_data_starts_at_log_2_and_separates_the_pairs():
+    policy, reference = _lm(), _lm()  # equal weights
+    data = PreferenceData(_PAIRS, reference, beta=0.5, pad_id=0)
+    before = data.rewards(data.policy_logps(policy))
+    assert all(torch.equal(r, torch.zeros(3)) for r in before)
+    result = train(policy, AdamW(policy.parameters(), lr=1e-2, weight_decay=0.0), data,
+                   steps=15, batch_size=3)
+    assert result.losses[0] == pytest.approx(math.log(2), abs=1e-6)
+    assert result.losses[-1] < 0.2
+    chosen, rejected = data.rewards(data.policy_logps(policy))
+    assert implicit_reward_accuracy(chosen, rejected) == 1.0
+    # the loss the loop minimised is dpo_loss of the policy's own log-probabilities
+    logps = data.policy_logps(policy)
+    losses, _, _ = dpo_loss(logps[:, 0], logps[:, 1], data.reference_logps[:, 0],
+                            data.reference_logps[:, 1], 0.5)
+    policy.eval()
+    with torch.no_grad():
+        assert data.loss(policy, data.rows(torch.arange(3))).item() == pytest.approx(
+            losses.mean().item(), abs=1e-5)
+
+
+def test_batch_rows_keep_each_pair_whole():
+    data = PreferenceData(_PAIRS, _lm(), beta=0.1, pad_id=0)
+    batch = data.batch(4, torch.Generator().manual_seed(0))
+    half = tuple(t[slice(0, 2)] for t in batch)  # what train(batch_rows=...) keeps
+    assert half[0].shape[:2] == (2, 2) and half[2].shape == (2, 2)
+    for ids, mask in zip(half[0], half[1]):  # chosen and rejected share their prompt
+        start = int(mask[0].nonzero()[0])
+        assert torch.equal(ids[0, :start], ids[1, :start])
+
+
+def test_chosen_only_is_the_chosen_lines_as_supervised_examples():
+    reference = _lm(1)
+    data = PreferenceData(_PAIRS, reference, beta=0.1, pad_id=0)
+    sft = data.chosen_only()
+    assert len(sft) == 3
+    for row, (p, c, _) in enumerate(_PAIRS):
+        assert sft.inputs[row, :len(p) + len(c)].tolist() == p + c
+        counted = sft.targets[row][sft.targets[row] != IGNORE_INDEX].tolist()
+        assert counted == c  # the response's tokens, each predicted once
+    # its summed cross-entropy is minus the chosen lines' log-probabilities
+    with torch.no_grad():
+        logits = reference(sft.inputs)
+    nll = F.cross_entropy(logits.flatten(0, 1), sft.targets.flatten(), reduction="none")
+    per_row = nll.view(3, -1).sum(-1)
+    torch.testing.assert_close(-per_row, data.reference_logps[:, 0], atol=1e-4, rtol=0)

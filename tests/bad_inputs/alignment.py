@@ -1,5 +1,6 @@
 """Bad inputs of "Preference alignment": llmlab.alignment (DPO: ``sequence_logprobs``,
-``dpo_loss``, ``implicit_reward_accuracy``).
+``dpo_loss``, ``implicit_reward_accuracy``, ``PreferenceData``),
+llmlab.experiments.alignment and llmlab.report.alignment.
 
 Collected by tests/test_bad_inputs.py (the grouping and the rules:
 tests/bad_inputs/__init__.py)."""
@@ -11,7 +12,14 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from llmlab.alignment import dpo_loss, implicit_reward_accuracy, sequence_logprobs
+from llmlab.alignment import (
+    PreferenceData,
+    dpo_loss,
+    implicit_reward_accuracy,
+    sequence_logprobs,
+)
+from llmlab.experiments import alignment as ex
+from llmlab.report import alignment as rep
 
 from bad_inputs import NAN, T, V, Case, _ids, _llama_lm, _x, case
 
@@ -108,6 +116,88 @@ CASES: list[Case] = [
          r"torch\.bool"),
 ]
 
+def _pairs(**kw: object) -> PreferenceData:
+    args = dict(pairs=[([1, 2], [3], [4, 5])], reference=_llama_lm(), beta=0.1, pad_id=0) | kw
+    return PreferenceData(**args)
+
+
+CASES += [
+    # --- PreferenceData ------------------------------------------------------------
+    case("PreferenceData of no pairs", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(pairs=[]), V, "pairs", r"pairs is empty; expected at least one"),
+    case("PreferenceData pair of two", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(pairs=[([1], [2])]), V, "pairs[0]",
+         r"pairs\[0\] must be \(prompt_ids, chosen_ids, rejected_ids\), got 2 items"),
+    case("PreferenceData empty response", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(pairs=[([1], [], [2])]), V, "pairs[0][1] (chosen_ids)",
+         r"pairs\[0\]\[1\] \(chosen_ids\)"),
+    case("PreferenceData beta 0", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(beta=0.0), V, "beta", r"beta must be a finite number in \(0, inf\), got 0"),
+    case("PreferenceData reference a dict", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(reference={}), T, "reference",
+         r"reference must be a torch\.nn\.Module, got dict"),
+    case("PreferenceData reference log-probs of another shape",
+         "llmlab.alignment.PreferenceData",
+         lambda: _pairs(reference=torch.zeros(2, 2)), V, "reference",
+         r"reference must have shape \(pairs=1, two=2\), got shape \(2, 2\): pairs is 2, "
+         r"expected pairs = 1"),
+    # --- llmlab.experiments.alignment ----------------------------------------------
+    case("prefers of a corpus not shipped", "llmlab.experiments.alignment.prefers",
+         lambda: ex.prefers("odes", "x"), V, "corpus", r"corpus must be one of"),
+    case("prefers of bytes", "llmlab.experiments.alignment.prefers",
+         lambda: ex.prefers("tang", b"x"), T, "line", r"line must be a line of text, or None"),
+    case("repetition of None", "llmlab.experiments.alignment.repetition",
+         lambda: ex.repetition("tang", None), T, "line", r"line must be a line of text"),
+    case("line_prompts n 0", "llmlab.experiments.alignment.line_prompts",
+         lambda: ex.line_prompts("tang", 0), V, "n", r"n must be an int >= 1, got 0"),
+    case("line_prompts more than there are", "llmlab.experiments.alignment.line_prompts",
+         lambda: ex.line_prompts("tang", 10**6, held_out=True), V, "n",
+         r"n \(1000000\) is more than the \d+ prompt lines there are"),
+    case("sample_lines no prompts", "llmlab.experiments.alignment.sample_lines",
+         lambda: ex.sample_lines(_llama_lm(), None, [], 2), V, "prompts",
+         r"prompts"),
+    case("sample_lines samples 0", "llmlab.experiments.alignment.sample_lines",
+         lambda: ex.sample_lines(_llama_lm(), None, ["a"], 0), V, "samples",
+         r"samples must be an int >= 1, got 0"),
+    case("run_preference_pairs one sample", "llmlab.experiments.alignment.run_preference_pairs",
+         lambda: ex.run_preference_pairs("tang", samples=1), V, "samples",
+         r"samples must be an int >= 2, got 1"),
+    case("run_alignment method ppo", "llmlab.experiments.alignment.run_alignment",
+         lambda: ex.run_alignment("tang", method="ppo"), V, "method",
+         r"method must be one of"),
+    case("run_alignment beta negative", "llmlab.experiments.alignment.run_alignment",
+         lambda: ex.run_alignment("tang", beta=-1.0), V, "beta",
+         r"beta must be a finite number in \(0, inf\), got -1"),
+    case("run_alignment_comparison no betas",
+         "llmlab.experiments.alignment.run_alignment_comparison",
+         lambda: ex.run_alignment_comparison("tang", betas=()), V, "betas",
+         r"betas is empty; expected at least one β"),
+    case("run_alignment_comparison beta NaN",
+         "llmlab.experiments.alignment.run_alignment_comparison",
+         lambda: ex.run_alignment_comparison("tang", betas=(0.1, NAN)), V, "betas[1]",
+         r"betas\[1\] must be a finite number in \(0, inf\), got nan"),
+    # --- llmlab.report.alignment ---------------------------------------------------
+    case("run_name of a string", "llmlab.report.alignment.run_name",
+         lambda: rep.run_name("dpo"), T, "run", r"run must be an? AlignmentRun, got str"),
+    case("pairs_table of a list", "llmlab.report.alignment.pairs_table",
+         lambda: rep.pairs_table([]), T, "pairs", r"pairs must be an? PreferencePairs, got list"),
+    case("lines_table without pairs", "llmlab.report.alignment.lines_table",
+         lambda: rep.lines_table(pairs=None), T, "pairs",
+         r"pairs must be an? PreferencePairs, got NoneType"),
+    case("rewards_table of the pairs", "llmlab.report.alignment.rewards_table",
+         lambda: rep.rewards_table([]), T, "runs[0]",
+         r"runs\[0\] must be an? AlignmentRun, got list"),
+    case("samples_table without pairs", "llmlab.report.alignment.samples_table",
+         lambda: rep.samples_table(pairs=None), T, "pairs",
+         r"pairs must be an? PreferencePairs, got NoneType"),
+    case("halves_figure of a run", "llmlab.report.alignment.halves_figure",
+         lambda: rep.halves_figure(None), T, "comparison",
+         r"comparison must be an? AlignmentComparison, got NoneType"),
+    case("loss_figure of a run", "llmlab.report.alignment.loss_figure",
+         lambda: rep.loss_figure(None), T, "comparison",
+         r"comparison must be an? AlignmentComparison, got NoneType"),
+]
+
 # Good-input controls: the same calls done right, which must go through.
 GOOD: list[tuple[str, Callable[[], object]]] = [
     ("sequence_logprobs of the last token only",
@@ -117,4 +207,9 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("dpo_loss of one pair", lambda: _dpo(pc=_x(1), pr=_x(1), rc=_x(1), rr=_x(1))),
     ("implicit_reward_accuracy of one pair",
      lambda: implicit_reward_accuracy(_x(1), _x(1)) == 0.0),
+    ("PreferenceData of one pair", lambda: _pairs()),
+    ("PreferenceData of reference log-probs", lambda: _pairs(reference=torch.zeros(1, 2))),
+    ("prefers an unfinished line", lambda: ex.prefers("tang", None) is False),
+    ("repetition of an empty line", lambda: ex.repetition("shakespeare", "") == 0.0),
+    ("run_name of the base model", lambda: rep.run_name(None)),
 ]

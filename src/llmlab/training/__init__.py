@@ -6,7 +6,8 @@
   ``gradient_clipping``.
 * :mod:`~llmlab.training.schedule`: ``get_lr_cosine_schedule``, ``cosine_schedule``.
 * :mod:`~llmlab.training.data`: ``get_batch``, ``split_tokens``; ``SupervisedData``
-  and ``IGNORE_INDEX`` (fine-tuning examples, which ``train`` also reads).
+  and ``IGNORE_INDEX`` (fine-tuning examples, which ``train`` also reads); ``RowData``,
+  what any such rows of examples provide (``SupervisedData``, DPO's ``PreferenceData``).
 * :mod:`~llmlab.training.checkpoint`: ``save_checkpoint``, ``load_checkpoint``.
 * :mod:`~llmlab.training.loop`: ``train`` -> ``TrainResult``, ``estimate_loss``.
 * :mod:`~llmlab.training.quality`: ``held_out_loss`` (nats per character, bits per
@@ -22,7 +23,13 @@ from llmlab.training.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from llmlab.training.data import IGNORE_INDEX, SupervisedData, get_batch, split_tokens
+from llmlab.training.data import (
+    IGNORE_INDEX,
+    RowData,
+    SupervisedData,
+    get_batch,
+    split_tokens,
+)
 from llmlab.training.loop import TrainEvent, TrainResult, estimate_loss, train
 from llmlab.training.loss import cross_entropy, perplexity
 from llmlab.training.optim import AdamW, gradient_clipping
@@ -38,6 +45,7 @@ __all__ = [
     "AdamW",
     "HeldOutLoss",
     "IGNORE_INDEX",
+    "RowData",
     "SampleQuality",
     "SupervisedData",
     "TrainEvent",

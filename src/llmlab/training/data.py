@@ -13,7 +13,12 @@ Fine-tuning reads examples instead, each a prompt and its response:
 not to be learnt (the prompt's, the padding's) set to :data:`IGNORE_INDEX`, and a
 batch is ``batch_size`` random rows of it.
 
-Taught on: "Training and generating text" and "Fine-tuning".
+Both are :class:`RowData`: examples in rows, a batch of random rows, and a loss of
+their own that :func:`llmlab.training.train` calls. Preference pairs
+(:class:`llmlab.alignment.PreferenceData`) are rows of the same kind, with the DPO
+loss.
+
+Taught on: "Training and generating text", "Fine-tuning" and "Preference alignment".
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from llmlab.training.loss import cross_entropy
 from llmlab.checks import (
     check_corpus,
     check_finite_float,
@@ -30,7 +36,7 @@ from llmlab.checks import (
     check_type,
 )
 
-__all__ = ["IGNORE_INDEX", "SupervisedData", "get_batch", "split_tokens"]
+__all__ = ["IGNORE_INDEX", "RowData", "SupervisedData", "get_batch", "split_tokens"]
 
 Device = torch.device | str | None
 
@@ -117,7 +123,58 @@ def split_tokens(
     return tokens[:cut], tokens[cut:]
 
 
-class SupervisedData:
+class RowData:
+    """Training examples held as rows: what :func:`llmlab.training.train` draws random
+    rows from and asks for the loss of, instead of windows of a corpus.
+
+    A subclass sets ``context_length`` (its widest row, in tokens) and defines
+    :meth:`__len__`, :meth:`rows` (the tensors of some rows, each with the rows
+    first) and :meth:`loss` (a scalar to minimise, from the model and such
+    tensors). :meth:`batch` draws random rows; a loop that trains on part of a
+    batch (``batch_rows``) slices every tensor along its first dimension.
+
+    Taught on: "Fine-tuning" and "Preference alignment".
+    """
+
+    context_length: int
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def rows(self, index: Tensor, device: Device = None) -> tuple[Tensor, ...]:
+        """The tensors of the rows ``index`` (int64 ``(B,)``), on ``device``."""
+        raise NotImplementedError
+
+    def loss(self, model: torch.nn.Module, batch: tuple[Tensor, ...]) -> Tensor:
+        """The scalar loss of ``model`` on ``batch`` (from :meth:`rows`)."""
+        raise NotImplementedError
+
+    def batch(
+        self,
+        batch_size: int,
+        generator: torch.Generator | None = None,
+        device: Device = None,
+    ) -> tuple[Tensor, ...]:
+        """``batch_size`` rows drawn uniformly at random (with replacement).
+
+        Args:
+            batch_size: Rows per batch, ``>= 1``.
+            generator: Source of the rows; a seeded one makes runs reproducible
+                (``None``: torch's global generator).
+            device: Where the batch goes.
+
+        Returns:
+            :meth:`rows` of the drawn rows.
+        """
+        check_int("batch_size", batch_size)
+        if generator is not None:
+            check_type("generator", generator, torch.Generator,
+                       expected="a torch.Generator")
+        index = torch.randint(0, len(self), (batch_size,), generator=generator)  # (B,)
+        return self.rows(index, device)
+
+
+class SupervisedData(RowData):
     """Supervised fine-tuning examples, right-padded into one ``(N, T)`` table.
 
     Each example is ``(input_ids, targets)``, two lists of one length: ``targets[i]``
@@ -179,29 +236,15 @@ class SupervisedData:
         return (f"SupervisedData({len(self)} examples, "
                 f"context_length={self.context_length})")
 
-    def batch(
-        self,
-        batch_size: int,
-        generator: torch.Generator | None = None,
-        device: Device = None,
-    ) -> tuple[Tensor, Tensor]:
-        """``batch_size`` rows drawn uniformly at random (with replacement).
+    def rows(self, index: Tensor, device: Device = None) -> tuple[Tensor, Tensor]:
+        """``(inputs, targets)`` of the rows ``index``: int64 ``(B, context_length)``
+        each, on ``device``."""
+        return self.inputs[index].to(device), self.targets[index].to(device)  # (B, T)
 
-        Args:
-            batch_size: Rows per batch, ``>= 1``.
-            generator: Source of the rows; a seeded one makes runs reproducible
-                (``None``: torch's global generator).
-            device: Where the batch goes.
-
-        Returns:
-            ``(inputs, targets)``, int64 ``(batch_size, context_length)`` each.
-        """
-        check_int("batch_size", batch_size)
-        if generator is not None:
-            check_type("generator", generator, torch.Generator,
-                       expected="a torch.Generator")
-        rows = torch.randint(0, len(self), (batch_size,), generator=generator)  # (B,)
-        return self.inputs[rows].to(device), self.targets[rows].to(device)  # (B, T)
+    def loss(self, model: torch.nn.Module, batch: tuple[Tensor, ...]) -> Tensor:
+        """Mean cross-entropy over the targets that count (not :data:`IGNORE_INDEX`)."""
+        inputs, targets = batch
+        return cross_entropy(model(inputs), targets, IGNORE_INDEX)
 
 
 # a local composite (one example's ids and targets together), built from llmlab.checks

@@ -6,11 +6,13 @@ on several processes (``llmlab.distributed`` runs it on every rank, each keeping
 it happens (a progress bar, a checkpoint every so often), and read the returned
 :class:`TrainResult`.
 
-Fine-tuning runs the same loop: its data is a :class:`SupervisedData` (prompts and
+Fine-tuning runs the same loop: its data is a ``SupervisedData`` (prompts and
 responses) instead of a corpus, its batches are random rows of it, and its loss
-leaves out the targets marked :data:`IGNORE_INDEX`.
+leaves out the targets marked ``IGNORE_INDEX``. Preference alignment runs it too:
+its data, :class:`llmlab.alignment.PreferenceData`, is rows of preference pairs
+whose loss is DPO's. Any :class:`RowData` brings its own loss.
 
-Taught on: "Training and generating text" and "Fine-tuning".
+Taught on: "Training and generating text", "Fine-tuning" and "Preference alignment".
 """
 
 from __future__ import annotations
@@ -31,13 +33,13 @@ from llmlab.checks import (
     check_int,
     check_type,
 )
-from llmlab.training.data import IGNORE_INDEX, SupervisedData, get_batch
+from llmlab.training.data import RowData, get_batch
 from llmlab.training.loss import cross_entropy
 from llmlab.training.optim import gradient_clipping
 
 __all__ = ["TrainEvent", "TrainResult", "estimate_loss", "train"]
 
-Dataset = np.ndarray | Tensor | SupervisedData
+Dataset = np.ndarray | Tensor | RowData
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +118,9 @@ def estimate_loss(
 
     Args:
         model: Maps ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
-        dataset: 1-D integer token ids, more than ``context_length`` of them; or a
-            :class:`SupervisedData` (its rows, the loss over the targets that count),
-            no wider than ``context_length``.
+        dataset: 1-D integer token ids, more than ``context_length`` of them; or
+            :class:`RowData` such as a ``SupervisedData`` (its rows, its own
+            loss), no wider than ``context_length``.
         batch_size: Windows per forward pass.
         context_length: Tokens per window.
         num_batches: Forward passes; ``batch_size · num_batches`` windows in all.
@@ -127,14 +129,14 @@ def estimate_loss(
     Taught on: "Training and generating text" and "Fine-tuning".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
-    if not isinstance(dataset, SupervisedData):
+    if not isinstance(dataset, RowData):
         check_corpus("dataset", dataset)
     check_int("batch_size", batch_size)
     check_int("context_length", context_length)
     check_int("num_batches", num_batches)
     _check_dataset("dataset", dataset, context_length)
     device = device if device is not None else device_of(model)
-    supervised = isinstance(dataset, SupervisedData)
+    supervised = isinstance(dataset, RowData)
     if supervised:  # evenly spaced rows
         starts = np.linspace(0, len(dataset) - 1, batch_size * num_batches)
     else:  # evenly spaced window starts
@@ -146,10 +148,7 @@ def estimate_loss(
     total = 0.0
     for batch in np.split(starts, num_batches):
         if supervised:
-            rows = torch.from_numpy(batch)  # (B,)
-            inputs = dataset.inputs[rows].to(device)  # (B, T)
-            targets = dataset.targets[rows].to(device)  # (B, T)
-            loss = cross_entropy(model(inputs), targets, IGNORE_INDEX)
+            loss = dataset.loss(model, dataset.rows(torch.from_numpy(batch), device))
         else:
             index = batch[:, None] + np.arange(context_length + 1)  # (B, T+1)
             windows = torch.as_tensor(np.asarray(dataset[index], dtype=np.int64))
@@ -186,14 +185,15 @@ def train(
     Args:
         model: Maps int64 ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
         optimizer: Updates ``model``'s parameters (e.g. our ``AdamW``).
-        train_data: 1-D integer token ids to sample windows from; or a
-            :class:`SupervisedData` (fine-tuning) to sample rows from, whose loss
-            leaves out the targets marked ``IGNORE_INDEX``.
+        train_data: 1-D integer token ids to sample windows from; or
+            :class:`RowData` to sample rows from, with its own loss: a
+            ``SupervisedData`` (fine-tuning: the targets marked
+            ``IGNORE_INDEX`` left out), a ``PreferenceData`` (DPO).
         steps: Steps to take in this call, ``>= 1``.
         batch_size: Windows (or rows) per step.
         context_length: Tokens per window (default: ``model.context_length``; for
-            a ``SupervisedData``, its longest example, or ``val_data``'s if longer).
-        val_data: Held-out token ids (or a ``SupervisedData``); ``None`` skips
+            ``RowData``, its longest example, or ``val_data``'s if longer).
+        val_data: Held-out token ids (or ``RowData``); ``None`` skips
             validation.
         eval_every: Measure validation loss every this many steps (and always at
             the start and the end of the call).
@@ -236,8 +236,7 @@ def train(
     if generator is None:
         generator = torch.Generator().manual_seed(seed)
     device = device if device is not None else device_of(model)
-    supervised = isinstance(train_data, SupervisedData)
-    ignore_index = IGNORE_INDEX if supervised else None  # a corpus: every target counts
+    rows = isinstance(train_data, RowData)
     result = TrainResult([], [], [], [], [], [], 0, 0.0, batch_size, context_length)
     start = time.perf_counter()
 
@@ -257,15 +256,19 @@ def train(
             for group in optimizer.param_groups:
                 group["lr"] = lr_schedule(it)
         lr = float(optimizer.param_groups[0]["lr"])
-        # forward: random windows (or examples) -> logits -> mean cross-entropy
-        if supervised:
-            inputs, targets = train_data.batch(batch_size, generator, device)
-        else:
-            inputs, targets = get_batch(train_data, batch_size, context_length, device,
-                                        generator)  # (B, T) each
+        # forward: random windows (or rows) -> logits -> loss
+        if rows:  # examples: the data's own loss (cross-entropy, DPO, ...)
+            batch = train_data.batch(batch_size, generator, device)  # (B, ...) each
+        else:  # a corpus: next-token cross-entropy over every target
+            batch = get_batch(train_data, batch_size, context_length, device,
+                              generator)  # (B, T) each
         if batch_rows is not None:  # this process's share of the batch
-            inputs, targets = inputs[batch_rows], targets[batch_rows]
-        loss = cross_entropy(model(inputs), targets, ignore_index)  # (B, T, V) -> ()
+            batch = tuple(t[batch_rows] for t in batch)
+        if rows:
+            loss = train_data.loss(model, batch)
+        else:
+            inputs, targets = batch
+            loss = cross_entropy(model(inputs), targets)  # (B, T, V) -> ()
         # backward, clip, update
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -281,7 +284,7 @@ def train(
         result.iterations.append(done)
         result.losses.append(loss.item())
         result.learning_rates.append(lr)
-        result.tokens_seen += inputs.numel()
+        result.tokens_seen += batch[0].numel()
         val_loss = None
         last = done == start_iteration + steps
         if val_data is not None and (last or (eval_every and done % eval_every == 0)):
@@ -320,10 +323,10 @@ def _check_train_args(
         _check_batch_rows(batch_rows, batch_size)
     datasets = [(n, d) for n, d in (("train_data", train_data), ("val_data", val_data))
                 if d is not None]
-    if context_length is None and isinstance(train_data, SupervisedData):
+    if context_length is None and isinstance(train_data, RowData):
         # as long as the longest example (val_data's too, if it is supervised)
         widths = [(n, d.context_length) for n, d in datasets
-                  if isinstance(d, SupervisedData)]
+                  if isinstance(d, RowData)]
         name, context_length = max(widths, key=lambda item: item[1])
         if model_context_length is not None and context_length > model_context_length:
             raise ValueError(
@@ -356,7 +359,7 @@ def _check_train_args(
 # a local composite (a corpus or supervised data against the context length), built
 # from llmlab.checks
 def _check_dataset(name: str, data: Dataset, context_length: int) -> None:
-    if isinstance(data, SupervisedData):
+    if isinstance(data, RowData):
         if data.context_length > context_length:
             raise ValueError(
                 f"{name} holds an example of {data.context_length} tokens, more than "

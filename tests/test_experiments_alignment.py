@@ -1,0 +1,119 @@
+"""llmlab.experiments.alignment and llmlab.report.alignment on reduced settings."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from llmlab.alignment import sequence_logprobs
+from llmlab.experiments.alignment import (
+    AlignmentComparison,
+    line_prompts,
+    prefers,
+    repetition,
+    run_alignment,
+    run_preference_pairs,
+    sample_lines,
+)
+from llmlab.pretrained import load, training_text
+from llmlab.report import alignment as report
+
+torch.set_num_threads(1)
+
+
+def test_the_judges():
+    assert prefers("tang", "秦川雄帝宅，函谷壯皇居。")
+    assert not prefers("tang", "伊我軒宮，奇樹青葱。")  # 4 + 4
+    assert not prefers("tang", None)  # unfinished
+    assert prefers("shakespeare", "What say you to this, my lord?")
+    assert not prefers("shakespeare", "Good my lord.")  # three words
+    assert not prefers("shakespeare", "What sayeth thou to thisish?")  # words not in the play
+    assert repetition("tang", "春風春雨，春色滿城。") == pytest.approx(0.25)
+    assert repetition("shakespeare", "no, no, no more") == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("corpus", ["tang", "shakespeare"])
+def test_prompts_are_lines_from_their_part_of_the_corpus(corpus):
+    lines = training_text(corpus).split("\n")
+    cut = len(lines) * 9 // 10
+    train, held = line_prompts(corpus, 20), line_prompts(corpus, 20, held_out=True)
+    assert train == line_prompts(corpus, 20) and len(set(train)) == 20  # seeded
+    assert all(p.endswith("\n") and p[:-1] in lines[:cut] for p in train)
+    assert all(p[:-1] in lines[cut:] for p in held)
+    if corpus == "shakespeare":
+        assert not any(p.rstrip("\n").endswith(":") for p in train + held)
+
+
+def test_sample_lines_stop_at_the_newline_and_repeat_with_the_seed():
+    model, tokenizer = load("tang")
+    prompts = line_prompts("tang", 5)  # of several token lengths
+    rows = sample_lines(model, tokenizer, prompts, 3, seed=2)
+    newline = tokenizer.encode("\n")
+    assert [len(r) for r in rows] == [3] * 5
+    for per_prompt in rows:
+        for ids in per_prompt:
+            assert ids[-1:] == newline or len(ids) == 24
+            assert newline[0] not in ids[:-1]
+    assert sample_lines(model, tokenizer, prompts, 3, seed=2) == rows
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return run_preference_pairs.uncached("tang", train_prompts=6, held_out_prompts=4,
+                                         samples=4)
+
+
+def test_a_pair_is_a_preferred_and_an_other_line_of_one_prompt(pairs):
+    model, tokenizer = load("tang")
+    newline = tokenizer.encode("\n")
+    assert pairs.train and pairs.base.samples == 4 * 4
+    for prompt, chosen, rejected in pairs.train + pairs.held_out:
+        assert tokenizer.decode(prompt).endswith("\n")
+        assert chosen[-1:] == newline and prefers("tang", tokenizer.decode(chosen[:-1]))
+        line = tokenizer.decode(rejected[:-1]) if rejected[-1:] == newline else None
+        assert not prefers("tang", line)
+    # the reference log-probabilities are the base model's, pair by pair
+    prompt, chosen, rejected = pairs.train[0]
+    ids = torch.tensor([prompt + chosen])
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    mask[0, len(prompt):] = True
+    with torch.no_grad():
+        expected = sequence_logprobs(model, ids, mask).item()
+    assert pairs.train_reference[0][0] == pytest.approx(expected, abs=1e-3)
+    base = pairs.base
+    assert 0 < base.preferred <= base.samples and base.kl_per_token == 0.0
+
+
+@pytest.fixture(scope="module")
+def runs():
+    dpo = run_alignment.uncached("tang", beta=0.5, steps=3, batch_size=4, prompts=6)
+    sft = run_alignment.uncached("tang", method="sft", steps=3, batch_size=4, prompts=6)
+    return dpo, sft
+
+
+def test_dpo_starts_at_log_2_and_moves_the_pairs_apart(runs):
+    dpo, sft = runs
+    assert dpo.losses[0] == pytest.approx(0.6931, abs=1e-3) and len(dpo.losses) == 3
+    assert dpo.margin > 0 and dpo.rejected_change < 0
+    assert sft.chosen_change > 0 and sft.losses[0] > 1.0  # cross-entropy, nats per token
+    for run in runs:
+        lines = run.lines
+        assert lines.samples == 32 * 8 and 0 <= lines.preferred <= lines.samples
+        assert lines.kl_per_token > 0  # moved away from the base model
+        assert sum(lines.halves.values()) <= lines.samples - lines.unfinished
+
+
+def test_the_report_shows_every_run(runs, pairs):
+    dpo, sft = runs
+    comparison = AlignmentComparison(pairs, [dpo], sft)
+    table = report.lines_table(*comparison.runs, pairs=pairs).make("en")
+    assert "DPO, β = 0.5" in table and "SFT on chosen" in table and "base model" in table
+    assert f"{dpo.lines.preferred_share:.1%}" in table and table.count("\n") == 5
+    rewards = report.rewards_table(*comparison.runs).make("en")
+    assert f"{dpo.margin:.2f}" in rewards and rewards.count("\n") == 4
+    samples = report.samples_table(dpo, pairs=pairs).make("zh")
+    assert "基座模型" in samples and "DPO，β = 0.5" in samples
+    assert report.pairs_table(pairs, n=2).make("en").count("\n") == 4  # header, rule, 2 rows, end
+    for figure in (report.halves_figure(comparison), report.loss_figure(comparison)):
+        svg = figure.make("en")
+        assert "<svg" in svg and svg.rstrip().endswith("</svg>") and figure.alt is not None
