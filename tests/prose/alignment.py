@@ -1,0 +1,41 @@
+"""lectures/alignment.md: its prose numbers (see tests/prose/__init__.py)."""
+
+from __future__ import annotations
+
+from prose import Assert, Default
+
+AL = "llmlab.experiments.alignment"
+
+# number as written in the prose -> the guards that keep it true
+GUARDS: dict[str, list[object]] = {
+    # β = 0.05, 0.1 and 0.5; the English counterpart at 0.1
+    "0.05": [Default(f"{AL}:run_alignment_comparison", "betas", (0.05, 0.1, 0.5))],
+    "0.1": [Default(f"{AL}:run_alignment_comparison", "betas", (0.05, 0.1, 0.5)),
+            Assert('run = run_alignment("shakespeare", beta=0.1)')],
+    "0.5": [Default(f"{AL}:run_alignment_comparison", "betas", (0.05, 0.1, 0.5))],
+    # 20 steps of 16 pairs at a learning rate of 10^-4
+    "20": [Default(f"{AL}:run_alignment", "steps", 20),
+           Default(f"{AL}:run_alignment_comparison", "steps", 20)],
+    "16": [Default(f"{AL}:run_alignment", "batch_size", 16)],
+    "10": [Default(f"{AL}:run_alignment", "lr", 1e-4),
+           # the held-out agreement is more than 10 points below the training pairs'
+           Assert("assert 0.6 < run.held_out_accuracy < run.reward_accuracy - 0.1")],
+    # 64 training prompts, 32 held out; each line at most 24 new tokens
+    "64": [Default(f"{AL}:run_preference_pairs", "train_prompts", 64),
+           Default(f"{AL}:run_alignment", "prompts", 64),
+           Assert("assert (pairs.train_prompts, pairs.samples, pairs.base.samples) == "
+                  "(64, 8, 32 * 8)")],
+    "32": [Default(f"{AL}:run_preference_pairs", "held_out_prompts", 32),
+           Assert("assert (pairs.train_prompts, pairs.samples, pairs.base.samples) == "
+                  "(64, 8, 32 * 8)")],
+    "24": [Default(f"{AL}:sample_lines", "max_new_tokens", 24)],
+    # the loss starts at log 2 ≈ 0.693
+    "0.693": [Assert("assert math.isclose(losses.item(), math.log(2), rel_tol=1e-6)")],
+    # exercise 1's margins of ±1000
+    "1000": [Assert("assert losses.tolist() == [0.0, 1000.0] and naive[1].isinf()")],
+}
+
+# numbers that are not results -> why
+ALLOWED: dict[str, str] = {
+    "2023": "year of a citation (Rafailov et al., 2023)",
+}
