@@ -73,7 +73,7 @@ result = train(policy, AdamW(policy.parameters(), lr=1e-4, weight_decay=0.0), da
                steps=10, batch_size=8)
 after = implicit_reward_accuracy(*data.rewards(data.policy_logps(policy)))
 assert before == 0.0 and after > 0.5  # a tie counts as wrong
-display(table([label("", ""), label("训练前", "before"), label("训练后", "after")],
+display(table([label("指标", "measure"), label("训练前", "before"), label("训练后", "after")],
               [[label("DPO 损失", "DPO loss"), f"{result.losses[0]:.3f}",
                 f"{result.losses[-1]:.3f}"],
                [label("奖励准确率", "reward accuracy"), f"{before:.0%}", f"{after:.0%}"]]))

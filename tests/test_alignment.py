@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from llmlab.alignment import PreferenceData, dpo_loss, implicit_reward_accuracy, sequence_logprobs
 from llmlab.models.llama import TransformerLM
-from llmlab.training import IGNORE_INDEX, AdamW, train
+from llmlab.training import IGNORE_INDEX, AdamW, estimate_loss, train
 
 torch.set_num_threads(1)
 
@@ -244,3 +244,24 @@ def test_chosen_only_is_the_chosen_lines_as_supervised_examples():
     nll = F.cross_entropy(logits.flatten(0, 1), sft.targets.flatten(), reduction="none")
     per_row = nll.view(3, -1).sum(-1)
     torch.testing.assert_close(-per_row, data.reference_logps[:, 0], atol=1e-4, rtol=0)
+
+
+def test_train_keeps_its_rows_of_each_pair_and_estimate_loss_reads_pairs(monkeypatch):
+    data = PreferenceData(_PAIRS, _lm(), beta=0.1, pad_id=0)
+    seen = []  # the batches the loss is asked for
+    loss = PreferenceData.loss
+    monkeypatch.setattr(PreferenceData, "loss",
+                        lambda self, m, batch: seen.append(batch) or loss(self, m, batch))
+    policy = _lm()
+    train(policy, AdamW(policy.parameters(), lr=1e-3), data, steps=2, batch_size=4,
+          batch_rows=slice(2, 4), seed=3)
+    monkeypatch.undo()
+    full = data.batch(4, torch.Generator().manual_seed(3))  # what every rank draws
+    ids, mask, ref = seen[0]
+    assert ids.shape[:2] == (2, 2) and torch.equal(ref, full[2][2:4])
+    assert torch.equal(ids, full[0][2:4, :, :ids.shape[-1]])  # rows 2 and 3, whole pairs
+    # validation on pairs: the mean DPO loss over evenly spaced pairs
+    reference_copy = _lm()
+    same = PreferenceData(_PAIRS, reference_copy, beta=0.1, pad_id=0)
+    assert estimate_loss(reference_copy, same, batch_size=3, context_length=6,
+                         num_batches=1) == pytest.approx(math.log(2), abs=1e-6)

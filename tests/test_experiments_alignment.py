@@ -15,7 +15,7 @@ from llmlab.experiments.alignment import (
     run_preference_pairs,
     sample_lines,
 )
-from llmlab.pretrained import load, training_text
+from llmlab.pretrained import card, load, training_text
 from llmlab.report import alignment as report
 
 torch.set_num_threads(1)
@@ -26,20 +26,28 @@ def test_the_judges():
     assert not prefers("tang", "伊我軒宮，奇樹青葱。")  # 4 + 4
     assert not prefers("tang", None)  # unfinished
     assert prefers("shakespeare", "What say you to this, my lord?")
+    assert prefers("shakespeare", "Thus to retort your manifest appeal,  ")
     assert not prefers("shakespeare", "Good my lord.")  # three words
-    assert not prefers("shakespeare", "What sayeth thou to thisish?")  # words not in the play
+    assert not prefers("shakespeare", "And all the daughters of my father's")  # runs on
+    assert not prefers("shakespeare", "")
     assert repetition("tang", "春風春雨，春色滿城。") == pytest.approx(0.25)
     assert repetition("shakespeare", "no, no, no more") == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("corpus", ["tang", "shakespeare"])
 def test_prompts_are_lines_from_their_part_of_the_corpus(corpus):
-    lines = training_text(corpus).split("\n")
-    cut = len(lines) * 9 // 10
-    train, held = line_prompts(corpus, 20), line_prompts(corpus, 20, held_out=True)
-    assert train == line_prompts(corpus, 20) and len(set(train)) == 20  # seeded
-    assert all(p.endswith("\n") and p[:-1] in lines[:cut] for p in train)
-    assert all(p[:-1] in lines[cut:] for p in held)
+    """Training prompts lie in the tokens the base model trained on, held-out ones in
+    its validation split (split by tokens, as llmlab-train split them)."""
+    model, tokenizer = load(corpus)
+    text = training_text(corpus)
+    ids = tokenizer.encode(text)
+    cut = tokenizer.decode(ids[:card(corpus).training["train_tokens"]])  # the trained text
+    trained, validation = text[:len(cut) - 1], text[len(cut) + 1:]
+    train, held = line_prompts(corpus, 200), line_prompts(corpus, 200, held_out=True)
+    assert train == line_prompts(corpus, 200) and len(set(train)) == 200  # seeded
+    assert all(p.endswith("\n") and "\n" + p in "\n" + trained for p in train)
+    assert all(p in validation + "\n" for p in held)
+    assert not set(train) & set(held)
     if corpus == "shakespeare":
         assert not any(p.rstrip("\n").endswith(":") for p in train + held)
 
@@ -103,8 +111,9 @@ def test_dpo_starts_at_log_2_and_moves_the_pairs_apart(runs):
         assert sum(lines.halves.values()) <= lines.samples - lines.unfinished
 
 
-def test_the_report_shows_every_run(runs, pairs):
+def test_the_report_shows_every_run(runs):
     dpo, sft = runs
+    pairs = run_preference_pairs("tang", train_prompts=6)  # the runs' own pairs
     comparison = AlignmentComparison(pairs, [dpo], sft)
     table = report.lines_table(*comparison.runs, pairs=pairs).make("en")
     assert "DPO, β = 0.5" in table and "SFT on chosen" in table and "base model" in table
@@ -113,6 +122,8 @@ def test_the_report_shows_every_run(runs, pairs):
     assert f"{dpo.margin:.2f}" in rewards and rewards.count("\n") == 4
     samples = report.samples_table(dpo, pairs=pairs).make("zh")
     assert "基座模型" in samples and "DPO，β = 0.5" in samples
+    # the first line at each of the first prompts, the same prompts for every model
+    assert dpo.lines.examples[0] in samples or dpo.lines.examples[0] is None
     assert report.pairs_table(pairs, n=2).make("en").count("\n") == 4  # header, rule, 2 rows, end
     for figure in (report.halves_figure(comparison), report.loss_figure(comparison)):
         svg = figure.make("en")

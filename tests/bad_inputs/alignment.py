@@ -19,6 +19,7 @@ from llmlab.alignment import (
     sequence_logprobs,
 )
 from llmlab.experiments import alignment as ex
+from llmlab.pretrained import load
 from llmlab.report import alignment as rep
 
 from bad_inputs import NAN, T, V, Case, _ids, _llama_lm, _x, case
@@ -116,6 +117,10 @@ CASES: list[Case] = [
          r"torch\.bool"),
 ]
 
+def _tang_tokenizer():
+    return load("tang")[1]
+
+
 def _pairs(**kw: object) -> PreferenceData:
     args = dict(pairs=[([1, 2], [3], [4, 5])], reference=_llama_lm(), beta=0.1, pad_id=0) | kw
     return PreferenceData(**args)
@@ -131,6 +136,9 @@ CASES += [
     case("PreferenceData empty response", "llmlab.alignment.PreferenceData",
          lambda: _pairs(pairs=[([1], [], [2])]), V, "pairs[0][1] (chosen_ids)",
          r"pairs\[0\]\[1\] \(chosen_ids\)"),
+    case("PreferenceData id outside the vocabulary", "llmlab.alignment.PreferenceData",
+         lambda: _pairs(pairs=[([1], [2], [10**6])]), V, "pairs[0][2] (rejected_ids)[0]",
+         r"pairs\[0\]\[2\] \(rejected_ids\)\[0\] must be an int in \[0, \d+\], got 1000000"),
     case("PreferenceData beta 0", "llmlab.alignment.PreferenceData",
          lambda: _pairs(beta=0.0), V, "beta", r"beta must be a finite number in \(0, inf\), got 0"),
     case("PreferenceData reference a dict", "llmlab.alignment.PreferenceData",
@@ -153,12 +161,24 @@ CASES += [
     case("line_prompts more than there are", "llmlab.experiments.alignment.line_prompts",
          lambda: ex.line_prompts("tang", 10**6, held_out=True), V, "n",
          r"n \(1000000\) is more than the \d+ prompt lines there are"),
+    case("sample_lines without a tokenizer", "llmlab.experiments.alignment.sample_lines",
+         lambda: ex.sample_lines(_llama_lm(), None, ["a"], 2), T, "tokenizer",
+         r"tokenizer must be a BPE Tokenizer, got NoneType"),
     case("sample_lines no prompts", "llmlab.experiments.alignment.sample_lines",
-         lambda: ex.sample_lines(_llama_lm(), None, [], 2), V, "prompts",
-         r"prompts"),
+         lambda: ex.sample_lines(_llama_lm(), _tang_tokenizer(), [], 2), V, "prompts",
+         r"prompts is empty; expected at least one prompt"),
+    case("sample_lines one string of prompts", "llmlab.experiments.alignment.sample_lines",
+         lambda: ex.sample_lines(_llama_lm(), _tang_tokenizer(), "ab", 2), T, "prompts",
+         r"prompts must be a list of str, got str"),
+    case("sample_lines an empty prompt", "llmlab.experiments.alignment.sample_lines",
+         lambda: ex.sample_lines(_llama_lm(), _tang_tokenizer(), ["a", ""], 2), V,
+         "prompts[1]", r"prompts\[1\] must be a non-empty"),
     case("sample_lines samples 0", "llmlab.experiments.alignment.sample_lines",
-         lambda: ex.sample_lines(_llama_lm(), None, ["a"], 0), V, "samples",
+         lambda: ex.sample_lines(_llama_lm(), _tang_tokenizer(), ["a"], 0), V, "samples",
          r"samples must be an int >= 1, got 0"),
+    case("line_prompts held_out a string", "llmlab.experiments.alignment.line_prompts",
+         lambda: ex.line_prompts("tang", 2, held_out="yes"), T, "held_out",
+         r"held_out must be True or False"),
     case("run_preference_pairs one sample", "llmlab.experiments.alignment.run_preference_pairs",
          lambda: ex.run_preference_pairs("tang", samples=1), V, "samples",
          r"samples must be an int >= 2, got 1"),

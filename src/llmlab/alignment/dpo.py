@@ -198,6 +198,14 @@ class PreferenceData(RowData):
         if not pairs:
             raise ValueError("pairs is empty; expected at least one (prompt_ids, "
                              "chosen_ids, rejected_ids)")
+        if isinstance(reference, Tensor):
+            check_tensor("reference", reference, "pairs two", "float", pairs=len(pairs),
+                         two=2)
+            vocab_size = None
+        else:
+            check_module("reference", reference)
+            vocab_size = getattr(reference, "vocab_size", None)
+        largest = None if vocab_size is None else vocab_size - 1
         for i, pair in enumerate(pairs):
             check_type(f"pairs[{i}]", pair, (list, tuple),
                        expected="a (prompt_ids, chosen_ids, rejected_ids) triple")
@@ -205,14 +213,10 @@ class PreferenceData(RowData):
                 raise ValueError(f"pairs[{i}] must be (prompt_ids, chosen_ids, "
                                  f"rejected_ids), got {len(pair)} items")
             for j, part in enumerate(("prompt_ids", "chosen_ids", "rejected_ids")):
-                check_sizes(f"pairs[{i}][{j}] ({part})", pair[j], minimum=0)
-        if isinstance(reference, Tensor):
-            check_tensor("reference", reference, "pairs two", "float", pairs=len(pairs),
-                         two=2)
-        else:
-            check_module("reference", reference)
+                check_sizes(f"pairs[{i}][{j}] ({part})", pair[j], minimum=0,
+                            maximum=largest)
         self.beta = check_finite_float("beta", beta, minimum=0.0, open_min=True)
-        check_int("pad_id", pad_id, minimum=0)
+        check_int("pad_id", pad_id, minimum=0, maximum=largest)
         self.context_length = max(len(p) + max(len(c), len(r)) for p, c, r in pairs)
         shape = (len(pairs), 2, self.context_length)  # (N, 2, T)
         self.input_ids = torch.full(shape, pad_id, dtype=torch.int64)

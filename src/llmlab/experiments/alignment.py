@@ -6,15 +6,15 @@ corpus, and a judge (:func:`prefers`) says whether the line is what we want:
 
 * ``"tang"``: a regular couplet line of five- or seven-character verse
   (:func:`llmlab.training.quality.poem_line_has_shape`);
-* ``"shakespeare"``: a line of at least :data:`MIN_WORDS` words, every one of them a
-  word of the play (:func:`llmlab.training.quality.known_word_share`).
+* ``"shakespeare"``: an end-stopped line: at least :data:`MIN_WORDS` words, and a
+  punctuation mark (:data:`END_PUNCTUATION`) at its end, where the sense pauses.
 
 :func:`run_preference_pairs` samples the base model several times per prompt and
 pairs, within a prompt, a line the judge prefers (chosen) with one it does not
 (rejected): the pairs come from the model itself, as in on-policy preference data.
-Prompts are lines of the first nine tenths of the corpus for training pairs and of
-the last tenth (which the base model never trained on) for held-out pairs and for
-measuring.
+Prompts are lines of the text the base model trained on for training pairs, and
+lines of its validation split (which it never trained on) for held-out pairs and
+for measuring.
 
 :func:`run_alignment` trains a copy of the base model on the training pairs with
 :func:`llmlab.training.train` itself: DPO (the data is a
@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import random
+import re
 
 import torch
 
@@ -42,22 +44,24 @@ from llmlab.checks import (
     check_choice,
     check_finite_float,
     check_int,
-    check_sizes,
+    check_str,
+    check_strs,
     check_type,
 )
 from llmlab.generation import generate
-from llmlab.pretrained import NAMES, load, training_text
+from llmlab.pretrained import NAMES, card, load, training_text
 from llmlab.tokenization import Tokenizer
 from llmlab.training import train
 from llmlab.training.optim import AdamW
 from llmlab.training.quality import (
-    known_word_share,
+    HAN_CHARACTER,
     poem_line_halves,
     poem_line_has_shape,
     words,
 )
 
 __all__ = [
+    "END_PUNCTUATION",
     "METHODS",
     "MIN_WORDS",
     "AlignmentComparison",
@@ -76,9 +80,14 @@ __all__ = [
 METHODS: tuple[str, ...] = ("dpo", "sft")
 """``"dpo"``: DPO on the pairs; ``"sft"``: supervised fine-tuning on the chosen lines."""
 
+_HAN = re.compile(HAN_CHARACTER)
+
 MIN_WORDS = 4
-"""The fewest words a Shakespeare line needs to be preferred (a line of one known word,
+"""The fewest words a Shakespeare line needs to be preferred (a line of one word,
 "Ay.", says little)."""
+
+END_PUNCTUATION = ",.;:?!"
+"""The marks a preferred Shakespeare line ends with."""
 
 NEWLINE = "\n"
 
@@ -88,8 +97,8 @@ def prefers(corpus: str, line: str | None) -> bool:
     one the model did not finish) is what we prefer for ``corpus``.
 
     ``"tang"``: :func:`~llmlab.training.quality.poem_line_has_shape`. ``"shakespeare"``:
-    at least :data:`MIN_WORDS` words, all known
-    (:func:`~llmlab.training.quality.known_word_share`).
+    at least :data:`MIN_WORDS` words (:func:`~llmlab.training.quality.words`) and, after
+    any trailing spaces, one of :data:`END_PUNCTUATION` last.
 
     Taught on: "Preference alignment".
     """
@@ -99,8 +108,7 @@ def prefers(corpus: str, line: str | None) -> bool:
     check_type("line", line, str, expected="a line of text, or None")
     if corpus == "tang":
         return poem_line_has_shape(line)
-    known, total = known_word_share(line, "shakespeare")
-    return total >= MIN_WORDS and known == total
+    return len(words(line)) >= MIN_WORDS and line.rstrip()[-1:] in tuple(END_PUNCTUATION)
 
 
 def repetition(corpus: str, line: str) -> float:
@@ -113,15 +121,16 @@ def repetition(corpus: str, line: str) -> float:
     """
     check_choice("corpus", corpus, NAMES)
     check_type("line", line, str, expected="a line of text")
-    units = ([c for c in line if poem_line_halves(c + "，" + c + "。") is not None]
-             if corpus == "tang" else words(line))
+    units = _HAN.findall(line) if corpus == "tang" else words(line)
     return 1.0 - len(set(units)) / len(units) if units else 0.0
 
 
 def line_prompts(corpus: str, n: int, seed: int = 0,
                  held_out: bool = False) -> list[str]:
     """``n`` prompts, each a line of the base model's text and a newline, drawn with
-    ``seed`` from the first nine tenths of its lines (``held_out``: the last tenth).
+    ``seed`` from the lines it trained on (``held_out``: from its validation split,
+    the tokens after ``train_tokens`` in :func:`llmlab.pretrained.card`). The line
+    the cut falls in is in neither.
 
     A Shakespeare prompt is a line of speech (not a speaker's name) followed by
     another; a Tang prompt is any couplet line.
@@ -131,14 +140,34 @@ def line_prompts(corpus: str, n: int, seed: int = 0,
     check_choice("corpus", corpus, NAMES)
     check_int("n", n)
     check_int("seed", seed, minimum=0)
+    check_type("held_out", held_out, bool, expected="True or False")
     lines = training_text(corpus).split(NEWLINE)
-    cut = len(lines) * 9 // 10
-    index = range(cut, len(lines) - 1) if held_out else range(cut - 1)
+    first_held_out, last_trained = _split_lines(corpus)
+    index = range(first_held_out, len(lines) - 1) if held_out else range(last_trained)
     usable = [lines[i] for i in index
               if _speech(corpus, lines[i]) and _speech(corpus, lines[i + 1])]
     if n > len(usable):
         raise ValueError(f"n ({n}) is more than the {len(usable)} prompt lines there are")
     return [line + NEWLINE for line in random.Random(seed).sample(usable, n)]
+
+
+@functools.cache
+def _split_lines(corpus: str) -> tuple[int, int]:
+    """``(first, last)``: the first line wholly in the base model's validation split,
+    and the line after the last wholly in its training split (``lines[:last]``)."""
+    _, tokenizer = load(corpus)
+    text = training_text(corpus)
+    ids = tokenizer.encode(text)
+    cut = sum(len(tokenizer.vocab[i]) for i in ids[:card(corpus).training["train_tokens"]])
+    start, first, last = 0, None, 0  # byte offsets of each line's start and end
+    for i, line in enumerate(text.split(NEWLINE)):
+        end = start + len(line.encode("utf-8"))
+        if end <= cut:
+            last = i + 1
+        if start >= cut and first is None:
+            first = i
+        start = end + 1
+    return first, last
 
 
 def _speech(corpus: str, line: str) -> bool:
@@ -162,7 +191,11 @@ def sample_lines(model: torch.nn.Module, tokenizer: Tokenizer, prompts: list[str
 
     Taught on: "Preference alignment".
     """
-    check_sizes("prompts", [len(p) for p in prompts])
+    check_type("tokenizer", tokenizer, Tokenizer, expected="a BPE Tokenizer")
+    for i, prompt in enumerate(check_strs("prompts", prompts)):
+        check_str(f"prompts[{i}]", prompt, nonempty=True)
+    if not prompts:
+        raise ValueError("prompts is empty; expected at least one prompt")
     check_int("samples", samples)
     check_int("seed", seed, minimum=0)
     check_int("max_new_tokens", max_new_tokens)
@@ -210,7 +243,8 @@ class LineStats:
         kl_per_token: The KL divergence from the base model, nats per sampled token:
             the mean of ``log π(token) - log π_base(token)`` over the tokens the model
             sampled (0 for the base model itself).
-        examples: The first few lines, as text (``None`` for an unfinished one).
+        examples: The first line written at each of the first eight prompts, as
+            text (``None`` for an unfinished one).
     """
 
     samples: int
@@ -227,14 +261,21 @@ class LineStats:
         return self.preferred / self.samples
 
 
-def _line_stats(corpus: str, tokenizer: Tokenizer, prompts: list[str],
-                rows: list[list[list[int]]], model=None, base=None) -> LineStats:
-    lines = [_line(tokenizer, r) for per_prompt in rows for r in per_prompt]
+def _sizes(corpus: str, lines: list[str | None]) -> dict[int, int]:
+    """How many finished lines have each first-half length (Tang couplet lines) or
+    each number of words (Shakespeare)."""
     finished = [line for line in lines if line is not None]
     if corpus == "tang":
         sizes = [h[0] for h in map(poem_line_halves, finished) if h is not None]
     else:
         sizes = [len(words(line)) for line in finished]
+    return dict(sorted(collections.Counter(sizes).items()))
+
+
+def _line_stats(corpus: str, tokenizer: Tokenizer, prompts: list[str],
+                rows: list[list[list[int]]], model=None, base=None) -> LineStats:
+    lines = [_line(tokenizer, r) for per_prompt in rows for r in per_prompt]
+    finished = [line for line in lines if line is not None]
     kl = 0.0
     if model is not None:  # the samples' log-probabilities, one row each
         ids = [(tokenizer.encode(p), r) for p, per in zip(prompts, rows) for r in per]
@@ -252,8 +293,8 @@ def _line_stats(corpus: str, tokenizer: Tokenizer, prompts: list[str],
         samples=len(lines), preferred=sum(prefers(corpus, line) for line in lines),
         unfinished=len(lines) - len(finished),
         repetition=sum(repetition(corpus, line) for line in finished) / max(len(finished), 1),
-        halves=dict(sorted(collections.Counter(sizes).items())), kl_per_token=kl,
-        examples=lines[:: max(len(lines) // 8, 1)][:8])
+        halves=_sizes(corpus, lines), kl_per_token=kl,
+        examples=[_line(tokenizer, per_prompt[0]) for per_prompt in rows[:8]])
 
 
 @dataclasses.dataclass
@@ -272,6 +313,9 @@ class PreferencePairs:
             (the prompt without its newline; a rejected line the model left
             unfinished is shown as written).
         held_out_prompts: The held-out prompts (each a line and a newline).
+        chosen_halves: ``"tang"``: how many chosen lines of the training pairs have
+            each first-half length (``"shakespeare"``: each number of words).
+        rejected_halves: The same for the finished rejected lines.
         base: The base model's lines at the held-out prompts.
         train_prompts: Training prompts sampled.
     """
@@ -284,6 +328,8 @@ class PreferencePairs:
     held_out_reference: list[list[float]]
     examples: list[tuple[str, str, str]]
     held_out_prompts: list[str]
+    chosen_halves: dict[int, int]
+    rejected_halves: dict[int, int]
     base: LineStats
     train_prompts: int
 
@@ -331,6 +377,8 @@ def run_preference_pairs(corpus: str, train_prompts: int = 64, held_out_prompts:
         train_reference=_reference(pairs, model), held_out_reference=_reference(held_out, model),
         examples=examples,
         held_out_prompts=held_text,
+        chosen_halves=_sizes(corpus, [_line(tokenizer, c) for _, c, _ in pairs]),
+        rejected_halves=_sizes(corpus, [_line(tokenizer, r) for _, _, r in pairs]),
         base=_line_stats(corpus, tokenizer, held_text, held_rows),
         train_prompts=train_prompts)
 
@@ -456,7 +504,7 @@ def _comparison_parts(corpus: str, betas: tuple[float, ...], steps: int) -> list
 
 
 @cached(parts=_comparison_parts)
-def run_alignment_comparison(corpus: str, betas: tuple[float, ...] = (0.05, 0.1, 0.5),
+def run_alignment_comparison(corpus: str, betas: tuple[float, ...] = (0.05, 0.1, 0.5, 2.0),
                              steps: int = 20) -> AlignmentComparison:
     """:func:`run_alignment` by DPO at each of ``betas`` and by SFT on the chosen
     lines, each a part of its own, computed side by side.

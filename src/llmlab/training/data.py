@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from llmlab.training.loss import cross_entropy
 from llmlab.checks import (
     check_corpus,
     check_finite_float,
@@ -35,6 +34,7 @@ from llmlab.checks import (
     check_sizes,
     check_type,
 )
+from llmlab.training.loss import cross_entropy
 
 __all__ = ["IGNORE_INDEX", "RowData", "SupervisedData", "get_batch", "split_tokens"]
 

@@ -80,8 +80,11 @@ class TrainResult:
         val_iterations: Steps completed when validation loss was measured (the
             start, every ``eval_every`` steps, the end).
         val_losses: Validation loss at those points.
-        tokens_seen: ``steps · rows · context_length``: the tokens this process
-            trained on (``rows``: ``batch_size``, or as many as ``batch_rows`` keeps).
+        tokens_seen: The tokens this process trained on: ``steps · rows ·
+            context_length`` for a corpus (``rows``: ``batch_size``, or as many as
+            ``batch_rows`` keeps); for :class:`RowData`, the elements of each batch's
+            first tensor, padding included (a ``PreferenceData`` batch holds two
+            sequences a row).
         seconds: Wall time of the call, validation included.
         batch_size: Windows per batch.
         context_length: Tokens per window.
@@ -126,7 +129,7 @@ def estimate_loss(
         num_batches: Forward passes; ``batch_size · num_batches`` windows in all.
         device: Where to run (default: where the model's parameters are).
 
-    Taught on: "Training and generating text" and "Fine-tuning".
+    Taught on: "Training and generating text", "Fine-tuning" and "Preference alignment".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
     if not isinstance(dataset, RowData):
@@ -136,8 +139,8 @@ def estimate_loss(
     check_int("num_batches", num_batches)
     _check_dataset("dataset", dataset, context_length)
     device = device if device is not None else device_of(model)
-    supervised = isinstance(dataset, RowData)
-    if supervised:  # evenly spaced rows
+    rows = isinstance(dataset, RowData)
+    if rows:  # evenly spaced rows
         starts = np.linspace(0, len(dataset) - 1, batch_size * num_batches)
     else:  # evenly spaced window starts
         starts = np.linspace(0, len(dataset) - context_length - 1,
@@ -147,7 +150,7 @@ def estimate_loss(
     model.eval()
     total = 0.0
     for batch in np.split(starts, num_batches):
-        if supervised:
+        if rows:
             loss = dataset.loss(model, dataset.rows(torch.from_numpy(batch), device))
         else:
             index = batch[:, None] + np.arange(context_length + 1)  # (B, T+1)
@@ -180,7 +183,8 @@ def train(
     batch_rows: slice | None = None,
     after_backward: Callable[[int], None] | None = None,
 ) -> TrainResult:
-    """Train ``model`` for ``steps`` steps of next-token prediction.
+    """Train ``model`` for ``steps`` steps: of next-token prediction on a corpus, or
+    of the loss a :class:`RowData` brings (fine-tuning's, DPO's).
 
     Args:
         model: Maps int64 ``(B, T)`` ids to ``(B, T, vocab_size)`` logits.
@@ -216,7 +220,7 @@ def train(
     Returns:
         A :class:`TrainResult` of plain numbers.
 
-    Taught on: "Training and generating text" and "Fine-tuning".
+    Taught on: "Training and generating text", "Fine-tuning" and "Preference alignment".
     """
     check_type("model", model, nn.Module, expected="a torch.nn.Module")
     context_length = _check_train_args(
@@ -316,7 +320,7 @@ def _check_train_args(
     """What :func:`train` checks of its arguments but the model, optimizer and
     callables (``llmlab.distributed`` checks the same before it starts a process);
     the context length (default: ``model_context_length``, or the longest example
-    of supervised data)."""
+    of row data)."""
     check_int("steps", steps)
     check_int("batch_size", batch_size)
     if batch_rows is not None:
@@ -324,7 +328,7 @@ def _check_train_args(
     datasets = [(n, d) for n, d in (("train_data", train_data), ("val_data", val_data))
                 if d is not None]
     if context_length is None and isinstance(train_data, RowData):
-        # as long as the longest example (val_data's too, if it is supervised)
+        # as long as the longest example (val_data's too, if it is row data)
         widths = [(n, d.context_length) for n, d in datasets
                   if isinstance(d, RowData)]
         name, context_length = max(widths, key=lambda item: item[1])
@@ -356,7 +360,7 @@ def _check_train_args(
     return context_length
 
 
-# a local composite (a corpus or supervised data against the context length), built
+# a local composite (a corpus or row data against the context length), built
 # from llmlab.checks
 def _check_dataset(name: str, data: Dataset, context_length: int) -> None:
     if isinstance(data, RowData):
