@@ -50,7 +50,9 @@ for prompt, lines in zip(prompts, samples):
     for c, r in zip(chosen, rejected):
         pairs.append((tokenizer.encode(prompt), c, r))
         shown.append([prompt.strip(), tokenizer.decode(c).strip(), tokenizer.decode(r).strip()])
-display(table([label("提示", "prompt"), "chosen", "rejected"], shown[:4]))
+display(table([label("提示", "prompt"), label("chosen（评判偏好）", "chosen (the judge prefers)"),
+               label("rejected（评判不偏好）", "rejected (the judge does not)")],
+              shown[:4], align="lll"))
 
 # %% [markdown] lang="zh"
 # ## DPO 训练

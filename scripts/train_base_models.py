@@ -48,24 +48,22 @@ ARGUMENTS: dict[str, list[str]] = {
         "--steps", "800", "--lr", "3e-3", "--weight-decay", "0.1",
         "--eval-every", "100", "--eval-batches", "8", "--seed", "0",
     ],
-    # draft models for speculative decoding ("Faster inference"): the same text, the
-    # same tokenizer (BPE trained on it with the same vocabulary size: the same
-    # merges), half the width and half the depth
-    "shakespeare-draft": [
-        "--vocab-size", "1024", "--context-length", "128", "--d-model", "64",
-        "--num-layers", "2", "--num-heads", "2", "--batch-size", "16",
-        "--steps", "1500", "--lr", "3e-3", "--weight-decay", "0.1",
-        "--eval-every", "100", "--eval-batches", "8", "--seed", "0",
-    ],
-    "tang-draft": [
-        "--vocab-size", "2048", "--context-length", "128", "--d-model", "64",
-        "--num-layers", "2", "--num-heads", "2", "--batch-size", "16",
-        "--steps", "800", "--lr", "3e-3", "--weight-decay", "0.1",
-        "--eval-every", "100", "--eval-batches", "8", "--seed", "0",
-    ],
 }
 """Each shipped model's ``llmlab-train`` settings (besides ``--data``, ``--out``,
 ``--device``): the base models, then their drafts (``<base>-draft``)."""
+
+
+def _draft(base: list[str]) -> list[str]:
+    """A draft model's settings ("Faster inference", speculative decoding): its base
+    model's, on the same text with the same tokenizer (BPE trained on it with the same
+    vocabulary size: the same merges), at half the width and half the depth."""
+    halved = {"--d-model", "--num-layers", "--num-heads"}
+    pairs = zip(base[::2], base[1::2])  # (flag, value)
+    return [item for flag, value in pairs
+            for item in (flag, str(int(value) // 2) if flag in halved else value)]
+
+
+ARGUMENTS.update({name + "-draft": _draft(args) for name, args in list(ARGUMENTS.items())})
 
 
 def _commit() -> str:

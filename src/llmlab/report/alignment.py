@@ -42,7 +42,7 @@ def pairs_table(pairs: PreferencePairs, n: int = 4) -> Localized:
     check_type("pairs", pairs, PreferencePairs)
     headers = [label("提示（上一行）", "prompt (the line before)"),
                label("chosen（评判偏好）", "chosen (the judge prefers)"),
-               label("rejected（评判不偏好）", "rejected")]
+               label("rejected（评判不偏好）", "rejected (the judge does not)")]
     rows = [[_line(p), _line(c), _line(r)] for p, c, r in pairs.examples[:n]]
     return table(headers, rows, align="lll")
 
