@@ -260,7 +260,7 @@ class PreferenceData(RowData):
                                 reference[:, 1], self.beta)
         return losses.mean()
 
-    def policy_logps(self, model: nn.Module, chunk: int = 256) -> Tensor:
+    def policy_logps(self, model: nn.Module, chunk: int = 32) -> Tensor:
         """``model``'s log-probability of every pair's two responses: float32
         ``(N, 2)``, chosen then rejected (no gradients; ``chunk`` pairs a pass)."""
         check_module("model", model)
