@@ -198,6 +198,16 @@ def test_rows_cut_the_padding_a_batch_shares():
     assert ids.shape == (2, 2, 6)  # 1 2 3 6 7 8
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 32])
+def test_policy_logps_in_chunks_are_each_sequence_alone(chunk):
+    policy = _lm(1)
+    data = PreferenceData(_PAIRS, _lm(), beta=0.1, pad_id=0)
+    expected = torch.tensor([[_alone(policy, p, c), _alone(policy, p, r)]
+                             for p, c, r in _PAIRS])
+    torch.testing.assert_close(data.policy_logps(policy, chunk=chunk), expected,
+                               atol=1e-5, rtol=0)
+
+
 def test_train_on_preference_data_starts_at_log_2_and_separates_the_pairs():
     policy, reference = _lm(), _lm()  # equal weights
     data = PreferenceData(_PAIRS, reference, beta=0.5, pad_id=0)

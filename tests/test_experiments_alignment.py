@@ -8,6 +8,7 @@ import torch
 from llmlab.alignment import sequence_logprobs
 from llmlab.experiments.alignment import (
     AlignmentComparison,
+    _line_stats,
     line_prompts,
     prefers,
     repetition,
@@ -128,3 +129,28 @@ def test_the_report_shows_every_run(runs):
     for figure in (report.halves_figure(comparison), report.loss_figure(comparison)):
         svg = figure.make("en")
         assert "<svg" in svg and svg.rstrip().endswith("</svg>") and figure.alt is not None
+
+
+def test_the_kl_over_many_rows_is_the_mean_log_ratio_of_every_sampled_token():
+    # more rows than one forward pass takes: the chunks add up to the whole
+    base, tokenizer = load("tang")
+    policy, _ = load("tang")
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.02 * torch.randn(p.shape, generator=torch.Generator().manual_seed(0)))
+    prompts = line_prompts("tang", 10, held_out=True)
+    rows = sample_lines(policy, tokenizer, prompts, 8)  # 80 rows
+    total, tokens = 0.0, 0
+    for prompt, per_prompt in zip(prompts, rows):
+        ids = tokenizer.encode(prompt)
+        for row in per_prompt:
+            x = torch.tensor([ids + row])
+            mask = torch.zeros_like(x, dtype=torch.bool)
+            mask[0, len(ids):] = True
+            with torch.no_grad():
+                total += (sequence_logprobs(policy, x, mask)
+                          - sequence_logprobs(base, x, mask)).item()
+            tokens += len(row)
+    stats = _line_stats("tang", tokenizer, prompts, rows, policy, base)
+    assert stats.samples == 80 and stats.kl_per_token == pytest.approx(total / tokens,
+                                                                      rel=1e-4)
