@@ -207,6 +207,10 @@ CASES += [
     case("lines_table without pairs", "llmlab.report.alignment.lines_table",
          lambda: rep.lines_table(pairs=None), T, "pairs",
          r"pairs must be an? PreferencePairs, got NoneType"),
+    case("PreferenceData rewards on another device", "llmlab.alignment.PreferenceData",
+         lambda: PreferenceData([([1], [2], [3])], _x(1, 2), 0.1, pad_id=0).rewards(
+             torch.zeros(1, 2, device="meta")), V, "policy_logps",
+         r"policy_logps is on meta; expected it on cpu"),
     case("rewards_table of the pairs", "llmlab.report.alignment.rewards_table",
          lambda: rep.rewards_table([]), T, "runs[0]",
          r"runs\[0\] must be an? AlignmentRun, got list"),

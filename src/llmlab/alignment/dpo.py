@@ -278,10 +278,14 @@ class PreferenceData(RowData):
 
     def rewards(self, policy_logps: Tensor) -> tuple[Tensor, Tensor]:
         """The implicit rewards ``(chosen, rejected)``, float ``(N,)`` each, of a
-        policy whose log-probabilities of the pairs are ``policy_logps`` (``(N, 2)``,
-        from :meth:`policy_logps`)."""
+        policy whose log-probabilities of the pairs are ``policy_logps`` (``(N, 2)``
+        on the CPU, where the reference's are: from :meth:`policy_logps`)."""
         check_tensor("policy_logps", policy_logps, "pairs two", "float", pairs=len(self),
                      two=2)
+        if policy_logps.device != self.reference_logps.device:
+            raise ValueError(f"policy_logps is on {policy_logps.device}; expected it on "
+                             f"{self.reference_logps.device}, where the reference's "
+                             "log-probabilities are (policy_logps.cpu())")
         _, chosen, rejected = dpo_loss(policy_logps[:, 0], policy_logps[:, 1],
                                        self.reference_logps[:, 0],
                                        self.reference_logps[:, 1], self.beta)
