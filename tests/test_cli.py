@@ -337,6 +337,34 @@ def test_train_resume_refuses_another_configuration(tmp_path, corpus, capsys):
            "does not fit its config.json")
 
 
+def test_train_a_grouped_query_model_resume_it_and_generate(tmp_path, corpus, capsys):
+    out, mha = tmp_path / "gqa", tmp_path / "mha"
+    args = ["--data", str(corpus), "--out", str(out), *TINY]  # --num-heads 2
+    assert cli.train_main([*args, "--steps", "4", "--num-kv-heads", "1"]) == 0
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["model"]["num_kv_heads"] == 1
+    weights = torch.load(out / "checkpoint.pt", weights_only=True)["model"]
+    key = next(k for k in weights if k.endswith("k_proj.weight"))
+    assert weights[key].shape == (16 // 2, 16)  # one kv head of d_head 8: multi-query
+    assert cli.train_main([*args, "--steps", "6", "--resume"]) == 0  # kept, not given
+    capsys.readouterr()
+    _fails(capsys, cli.train_main, [*args, "--steps", "8", "--resume", "--num-kv-heads",
+                                    "2"], "--num-kv-heads 1, not 2", "another configuration")
+    assert cli.generate_main(["--checkpoint", str(out), "--prompt", "To", "--greedy",
+                              "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.startswith("To")
+    # multi-head: no entry in config.json, as before; and a resume may name it
+    assert cli.train_main(["--data", str(corpus), "--out", str(mha), *TINY, "--steps", "4",
+                           "--num-kv-heads", "2"]) == 0
+    assert "num_kv_heads" not in json.loads((mha / "config.json").read_text("utf-8"))["model"]
+    assert cli.train_main(["--data", str(corpus), "--out", str(mha), *TINY, "--steps", "6",
+                           "--resume", "--num-kv-heads", "2"]) == 0
+    capsys.readouterr()
+    _fails(capsys, cli.train_main, ["--data", str(corpus), "--out", str(tmp_path / "x"),
+                                    *TINY, "--steps", "2", "--num-kv-heads", "3"],
+           "--num-kv-heads (3) must divide --num-heads (2)")
+
+
 # --- llmlab-generate ----------------------------------------------------------------
 
 

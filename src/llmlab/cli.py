@@ -45,6 +45,7 @@ MODEL_FLAGS = {
     "d_model": ("d_model", 128),
     "num_layers": ("num_layers", 4),
     "num_heads": ("num_heads", 4),
+    "num_kv_heads": ("num_kv_heads", None),  # None: one per query head (multi-head)
     "d_ff": ("d_ff", None),  # None: SwiGLU's 8/3 · d_model, rounded up to 16
     "vocab_size": ("vocab_size", 256),
 }
@@ -175,6 +176,10 @@ def _train_parser() -> _Parser:
                    help=f"Transformer blocks ({_model_default('num_layers')})")
     p.add_argument("--num-heads", type=_positive_int,
                    help=f"attention heads per block ({_model_default('num_heads')})")
+    p.add_argument("--num-kv-heads", type=_positive_int,
+                   help="key/value heads per block, a divisor of --num-heads: fewer is "
+                        "grouped-query attention, 1 multi-query (default: --num-heads "
+                        "for a new run, the checkpoint's on --resume)")
     p.add_argument("--d-ff", type=_positive_int,
                    help="SwiGLU hidden width (default: 8/3 of --d-model, rounded up to "
                    "a multiple of 16, for a new run, the checkpoint's on --resume)")
@@ -271,10 +276,12 @@ def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, i
     if saved is not None:
         for flag, value in given.items():
             field = MODEL_FLAGS[flag][0]
-            if value is not None and value != saved[field]:
+            # a config without num_kv_heads (multi-head) has one per query head
+            had = saved.get(field, saved["num_heads"])
+            if value is not None and value != had:
                 option = "--" + flag.replace("_", "-")
                 raise CliError(
-                    f"the checkpoint in {args.out} has {option} {saved[field]}, "
+                    f"the checkpoint in {args.out} has {option} {had}, "
                     f"not {value}: it is of another configuration"
                 )
         return dict(saved)
@@ -288,6 +295,12 @@ def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, i
     if settings["d_model"] % settings["num_heads"]:
         raise CliError(f"--d-model ({settings['d_model']}) must be divisible by "
                        f"--num-heads ({settings['num_heads']})")
+    kv_heads = settings.pop("num_kv_heads")
+    if kv_heads is not None and settings["num_heads"] % kv_heads:
+        raise CliError(f"--num-kv-heads ({kv_heads}) must divide --num-heads "
+                       f"({settings['num_heads']})")
+    if kv_heads not in (None, settings["num_heads"]):  # multi-head: no entry, as before
+        settings["num_kv_heads"] = kv_heads
     from llmlab.checks import check_rope_size  # here: --help does not import torch
 
     try:
