@@ -154,3 +154,35 @@ def test_the_kl_over_many_rows_is_the_mean_log_ratio_of_every_sampled_token():
     stats = _line_stats("tang", tokenizer, prompts, rows, policy, base)
     assert stats.samples == 80 and stats.kl_per_token == pytest.approx(total / tokens,
                                                                       rel=1e-4)
+
+
+def test_the_seed_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, capsys):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "alignment_seeds.py"
+    spec = importlib.util.spec_from_file_location("alignment_seeds", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    dpo, sft = runs
+    pairs = run_preference_pairs("tang", train_prompts=6)  # the runs' own pairs
+    seen = []
+
+    def comparison(corpus, seed):
+        seen.append((corpus, seed))
+        return AlignmentComparison(pairs, [dpo], sft)
+
+    monkeypatch.setattr(script, "run_alignment_comparison", comparison)
+    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "0", "3"])
+    script.main()
+    out = capsys.readouterr().out
+    assert seen == [("tang", 0), ("tang", 3)]
+    gain = 100 * (dpo.lines.preferred_share - pairs.base.preferred_share)
+    assert f"| 3 | {pairs.base.preferred_share:.1%} | DPO β = 0.5 | " in out
+    assert f"| {gain:+.1f} | {dpo.lines.kl_per_token:.3f} |" in out
+    assert f"| DPO β = 0.5 | {gain:+.1f} | {gain:+.1f} | {gain:+.1f} |" in out  # one value twice
+    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "-1"])
+    with pytest.raises(SystemExit) as exit_:
+        script.main()
+    assert exit_.value.code == 2 and "--seeds must be at least 0" in capsys.readouterr().err

@@ -32,6 +32,10 @@ GUARDS: dict[str, list[object]] = {
            Assert("assert (pairs.train_prompts, pairs.samples, pairs.base.samples) == "
                   "(64, 8, 32 * 8)")],
     "24": [Default(f"{AL}:sample_lines", "max_new_tokens", 24)],
+    # a share measured on 256 lines, and how uncertain it is
+    "256": [Assert("assert (pairs.train_prompts, pairs.samples, pairs.base.samples) == "
+                   "(64, 8, 32 * 8)"),
+            Assert("noise = 2 * math.sqrt(0.25 / base.samples)")],
     # the loss starts at log 2 ≈ 0.693
     "0.693": [Assert("assert math.isclose(losses.item(), math.log(2), rel_tol=1e-6)")],
     # exercise 1's margins of ±1000

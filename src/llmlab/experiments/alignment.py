@@ -431,9 +431,9 @@ class AlignmentRun:
     lines: LineStats
 
 
-def _run_parts(corpus: str, prompts: int, samples: int, **_: object) -> list:
+def _run_parts(corpus: str, prompts: int, samples: int, seed: int, **_: object) -> list:
     return [(run_preference_pairs, dict(corpus=corpus, train_prompts=prompts,
-                                        samples=samples))]
+                                        samples=samples, seed=seed))]
 
 
 @cached(parts=_run_parts, cost=4.0)  # seconds on one core: 10 steps, 256 samples
@@ -441,9 +441,10 @@ def run_alignment(corpus: str, method: str = "dpo", beta: float = 0.1, steps: in
                   batch_size: int = 16, lr: float = 2e-4, seed: int = 0,
                   prompts: int = 64, samples: int = 8) -> AlignmentRun:
     """Train a copy of the base model ``corpus`` on its preference pairs
-    (:func:`run_preference_pairs` with ``prompts`` training prompts and ``samples``
-    lines per prompt) by ``method`` and measure it: ``samples`` lines at each
-    held-out prompt.
+    (:func:`run_preference_pairs` with ``prompts`` training prompts, ``samples``
+    lines per prompt and ``seed``) by ``method`` and measure it: ``samples`` lines at
+    each held-out prompt. ``seed`` also draws the batches and the lines written after
+    training: another seed is another sample of the whole experiment.
 
     AdamW without weight decay, a constant learning rate, gradients clipped at
     norm 1, ``batch_size`` pairs (DPO) or chosen lines (SFT) a step: the loop of
@@ -460,7 +461,8 @@ def run_alignment(corpus: str, method: str = "dpo", beta: float = 0.1, steps: in
     check_int("seed", seed, minimum=0)
     check_int("prompts", prompts)
     check_int("samples", samples, minimum=2)
-    [pairs] = part_results(_run_parts, corpus=corpus, prompts=prompts, samples=samples)
+    [pairs] = part_results(_run_parts, corpus=corpus, prompts=prompts, samples=samples,
+                           seed=seed)
     base, tokenizer = load(corpus)
     policy, _ = load(corpus)
     base.requires_grad_(False)
@@ -507,17 +509,18 @@ class AlignmentComparison:
         return [*self.dpo, self.sft]
 
 
-def _comparison_parts(corpus: str, betas: tuple[float, ...], steps: int) -> list:
-    return ([(run_preference_pairs, dict(corpus=corpus))]
-            + [(run_alignment, dict(corpus=corpus, beta=b, steps=steps)) for b in betas]
-            + [(run_alignment, dict(corpus=corpus, method="sft", steps=steps))])
+def _comparison_parts(corpus: str, betas: tuple[float, ...], steps: int, seed: int) -> list:
+    return ([(run_preference_pairs, dict(corpus=corpus, seed=seed))]
+            + [(run_alignment, dict(corpus=corpus, beta=b, steps=steps, seed=seed))
+               for b in betas]
+            + [(run_alignment, dict(corpus=corpus, method="sft", steps=steps, seed=seed))])
 
 
 @cached(parts=_comparison_parts)
 def run_alignment_comparison(corpus: str, betas: tuple[float, ...] = (0.05, 0.1, 0.5),
-                             steps: int = 10) -> AlignmentComparison:
+                             steps: int = 10, seed: int = 0) -> AlignmentComparison:
     """:func:`run_alignment` by DPO at each of ``betas`` and by SFT on the chosen
-    lines, each a part of its own, computed side by side.
+    lines, each a part of its own, computed side by side, all with ``seed``.
 
     Taught on: "Preference alignment".
     """
@@ -528,5 +531,7 @@ def run_alignment_comparison(corpus: str, betas: tuple[float, ...] = (0.05, 0.1,
     betas = tuple(check_finite_float(f"betas[{i}]", b, minimum=0.0, open_min=True)
                   for i, b in enumerate(betas))
     check_int("steps", steps)
-    pairs, *runs = part_results(_comparison_parts, corpus=corpus, betas=betas, steps=steps)
+    check_int("seed", seed, minimum=0)
+    pairs, *runs = part_results(_comparison_parts, corpus=corpus, betas=betas, steps=steps,
+                                seed=seed)
     return AlignmentComparison(pairs, runs[:-1], runs[-1])
