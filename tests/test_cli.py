@@ -360,6 +360,9 @@ def test_train_a_grouped_query_model_resume_it_and_generate(tmp_path, corpus, ca
     assert cli.train_main(["--data", str(corpus), "--out", str(mha), *TINY, "--steps", "6",
                            "--resume", "--num-kv-heads", "2"]) == 0
     capsys.readouterr()
+    _fails(capsys, cli.train_main, ["--data", str(corpus), "--out", str(mha), *TINY,
+                                    "--steps", "8", "--resume", "--num-kv-heads", "1"],
+           "--num-kv-heads 2, not 1", "another configuration")
     _fails(capsys, cli.train_main, ["--data", str(corpus), "--out", str(tmp_path / "x"),
                                     *TINY, "--steps", "2", "--num-kv-heads", "3"],
            "--num-kv-heads (3) must divide --num-heads (2)")

@@ -13,6 +13,7 @@ from llmlab.experiments.alignment import (
     prefers,
     repetition,
     run_alignment,
+    run_alignment_comparison,
     run_preference_pairs,
     sample_lines,
 )
@@ -157,6 +158,7 @@ def test_the_kl_over_many_rows_is_the_mean_log_ratio_of_every_sampled_token():
 
 
 def test_the_seed_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, capsys):
+    import dataclasses
     import importlib.util
     import sys
     from pathlib import Path
@@ -167,22 +169,41 @@ def test_the_seed_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, c
     spec.loader.exec_module(script)
     dpo, sft = runs
     pairs = run_preference_pairs("tang", train_prompts=6)  # the runs' own pairs
-    seen = []
+    base = pairs.base.preferred / pairs.base.samples
+    preferred = {0: 40, 3: 200, 7: 100}  # a DPO run per seed, each its own share
 
     def comparison(corpus, seed):
-        seen.append((corpus, seed))
-        return AlignmentComparison(pairs, [dpo], sft)
+        assert corpus == "tang"
+        lines = dataclasses.replace(dpo.lines, preferred=preferred[seed], samples=256)
+        return AlignmentComparison(pairs, [dataclasses.replace(dpo, lines=lines)], sft)
 
     monkeypatch.setattr(script, "run_alignment_comparison", comparison)
-    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "0", "3"])
+    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "0", "3", "7"])
     script.main()
     out = capsys.readouterr().out
-    assert seen == [("tang", 0), ("tang", 3)]
-    gain = 100 * (dpo.lines.preferred_share - pairs.base.preferred_share)
-    assert f"| 3 | {pairs.base.preferred_share:.1%} | DPO β = 0.5 | " in out
-    assert f"| {gain:+.1f} | {dpo.lines.kl_per_token:.3f} |" in out
-    assert f"| DPO β = 0.5 | {gain:+.1f} | {gain:+.1f} | {gain:+.1f} |" in out  # one value twice
+    gains = {seed: 100 * (k / 256 - base) for seed, k in preferred.items()}
+    assert (f"| 3 | {base:.1%} | DPO β = 0.5 | {200 / 256:.1%} | {gains[3]:+.1f} | "
+            f"{dpo.lines.kl_per_token:.3f} | {dpo.chosen_change:+.2f} | "
+            f"{dpo.rejected_change:+.2f} |") in out
+    assert (f"| DPO β = 0.5 | {gains[0]:+.1f} | {gains[7]:+.1f} | {gains[3]:+.1f} |"
+            in out)  # smallest, median, largest
+    sft_gain = 100 * (sft.lines.preferred_share - base)
+    assert f"| SFT | {sft_gain:+.1f} | {sft_gain:+.1f} | {sft_gain:+.1f} |" in out
     monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "-1"])
     with pytest.raises(SystemExit) as exit_:
         script.main()
-    assert exit_.value.code == 2 and "--seeds must be at least 0" in capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("alignment_seeds.py: error: --seeds must be at least "
+                                       "0, got [-1]\n")
+
+
+def test_a_seed_reaches_the_pairs_every_run_of_a_comparison_reads():
+    from llmlab.build.cache import cache_key, plan
+
+    calls = plan(run_alignment_comparison, "tang", seed=1)
+    keys = {cache_key(fn, **kwargs) for fn, kwargs in calls
+            if fn is run_preference_pairs}
+    assert keys == {cache_key(run_preference_pairs, "tang", seed=1)}  # one set of pairs
+    runs = [kwargs for fn, kwargs in calls if fn is run_alignment]
+    assert len(runs) == 4 and all(kwargs["seed"] == 1 for kwargs in runs)
+    assert keys != {cache_key(run_preference_pairs, "tang")}  # seed 0's are others

@@ -276,8 +276,8 @@ def _model_settings(args: argparse.Namespace, saved: dict | None) -> dict[str, i
     if saved is not None:
         for flag, value in given.items():
             field = MODEL_FLAGS[flag][0]
-            # a config without num_kv_heads (multi-head) has one per query head
-            had = saved.get(field, saved["num_heads"])
+            had = saved[field] if field != "num_kv_heads" else (
+                saved.get(field) or saved["num_heads"])  # no entry: multi-head
             if value is not None and value != had:
                 option = "--" + flag.replace("_", "-")
                 raise CliError(
