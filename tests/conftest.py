@@ -20,15 +20,30 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBPATH = "/llm-lab/"  # the test build is published under a sub-path, like GitHub Pages
 
 
-def load_benchmark(name: str):
-    """``benchmarks/<name>.py`` as a module (the scripts are not a package)."""
+def _load(folder: str, name: str):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}",
+                                                  ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_benchmark(name: str):
+    """``benchmarks/<name>.py`` as a module (the scripts are not a package)."""
+    return _load("benchmarks", name)
+
+
+def run_script(name: str, argv: list[str], monkeypatch: pytest.MonkeyPatch,
+               **replace: object) -> None:
+    """Run ``scripts/<name>.py``'s ``main()`` with ``argv`` after it, its module's
+    names in ``replace`` (experiments, say) replaced for the test."""
+    script = _load("scripts", name)
+    for attr, value in replace.items():
+        monkeypatch.setattr(script, attr, value)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    script.main()
 
 
 def build_env(**extra: str) -> dict[str, str]:

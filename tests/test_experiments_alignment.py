@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
+from conftest import run_script
 
 from llmlab.alignment import sequence_logprobs
 from llmlab.experiments.alignment import (
@@ -94,6 +97,17 @@ def test_a_pair_is_a_preferred_and_an_other_line_of_one_prompt(pairs):
     assert 0 < base.preferred <= base.samples and base.kl_per_token == 0.0
 
 
+def test_the_base_model_is_sampled_again_as_a_trained_model_is(pairs):
+    """base_again: the held-out prompts sampled with the draws run_alignment gives a
+    trained model's lines (seed + 1), judged the same way; another sample than base."""
+    model, tokenizer = load("tang")
+    rows = sample_lines(model, tokenizer, pairs.held_out_prompts, pairs.samples, seed=1)
+    assert pairs.base_again == _line_stats("tang", tokenizer, pairs.held_out_prompts, rows)
+    assert pairs.base_again.samples == pairs.base.samples
+    assert pairs.base_again.kl_per_token == 0.0
+    assert pairs.base_again.examples != pairs.base.examples  # other draws
+
+
 @pytest.fixture(scope="module")
 def runs():
     dpo = run_alignment.uncached("tang", beta=0.5, steps=3, batch_size=4, prompts=6)
@@ -119,7 +133,8 @@ def test_the_report_shows_every_run(runs):
     comparison = AlignmentComparison(pairs, [dpo], sft)
     table = report.lines_table(*comparison.runs, pairs=pairs).make("en")
     assert "DPO, β = 0.5" in table and "SFT on chosen" in table and "base model" in table
-    assert f"{dpo.lines.preferred_share:.1%}" in table and table.count("\n") == 5
+    assert "base model, sampled again" in table
+    assert f"{dpo.lines.preferred_share:.1%}" in table and table.count("\n") == 6
     rewards = report.rewards_table(*comparison.runs).make("en")
     assert f"{dpo.margin:.2f}" in rewards and rewards.count("\n") == 4
     samples = report.samples_table(dpo, pairs=pairs).make("zh")
@@ -157,16 +172,7 @@ def test_the_kl_over_many_rows_is_the_mean_log_ratio_of_every_sampled_token():
                                                                       rel=1e-4)
 
 
-def test_the_seed_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, capsys):
-    import dataclasses
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "alignment_seeds.py"
-    spec = importlib.util.spec_from_file_location("alignment_seeds", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+def test_the_seeds_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, capsys):
     dpo, sft = runs
     pairs = run_preference_pairs("tang", train_prompts=6)  # the runs' own pairs
     base = pairs.base.preferred / pairs.base.samples
@@ -177,24 +183,24 @@ def test_the_seed_script_tabulates_each_seed_and_the_spread(runs, monkeypatch, c
         lines = dataclasses.replace(dpo.lines, preferred=preferred[seed], samples=256)
         return AlignmentComparison(pairs, [dataclasses.replace(dpo, lines=lines)], sft)
 
-    monkeypatch.setattr(script, "run_alignment_comparison", comparison)
-    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "0", "3", "7"])
-    script.main()
+    run_script("seeds", ["alignment", "--seeds", "0", "3", "7"], monkeypatch,
+               run_alignment_comparison=comparison)
     out = capsys.readouterr().out
     gains = {seed: 100 * (k / 256 - base) for seed, k in preferred.items()}
-    assert (f"| 3 | {base:.1%} | DPO β = 0.5 | {200 / 256:.1%} | {gains[3]:+.1f} | "
-            f"{dpo.lines.kl_per_token:.3f} | {dpo.chosen_change:+.2f} | "
+    again = pairs.base_again.preferred_share
+    assert (f"| 3 | {base:.1%} | {again:.1%} | DPO β = 0.5 | {200 / 256:.1%} | "
+            f"{gains[3]:+.1f} | {dpo.lines.kl_per_token:.3f} | {dpo.chosen_change:+.2f} | "
             f"{dpo.rejected_change:+.2f} |") in out
+    assert "gain (points) over seeds 0, 3, 7:" in out
     assert (f"| DPO β = 0.5 | {gains[0]:+.1f} | {gains[7]:+.1f} | {gains[3]:+.1f} |"
             in out)  # smallest, median, largest
     sft_gain = 100 * (sft.lines.preferred_share - base)
     assert f"| SFT | {sft_gain:+.1f} | {sft_gain:+.1f} | {sft_gain:+.1f} |" in out
-    monkeypatch.setattr(sys, "argv", ["alignment_seeds.py", "--seeds", "-1"])
     with pytest.raises(SystemExit) as exit_:
-        script.main()
+        run_script("seeds", ["alignment", "--seeds", "-1"], monkeypatch)
     assert exit_.value.code == 2
-    assert capsys.readouterr().err == ("alignment_seeds.py: error: --seeds must be at least "
-                                       "0, got [-1]\n")
+    assert capsys.readouterr().err == ("seeds.py: error: --seeds must be at least 0, got "
+                                       "[-1]\n")
 
 
 def test_a_seed_reaches_the_pairs_every_run_of_a_comparison_reads():

@@ -38,7 +38,7 @@ GUARDS: dict[str, list[object]] = {
             Assert("noise = 2 * math.sqrt(2 * 0.25 / base.samples)")],
     # the Shakespeare shares, 128 lines each (32 prompts, 4 lines a prompt)
     "128": [Assert("assert play.base.samples == 32 * 4"),
-            Assert("assert run.lines.preferred_share - play.base.preferred_share > "
+            Assert("assert run.lines.preferred_share - base.preferred_share > "
                    "2 * math.sqrt(0.5 / 128)")],
     # the loss starts at log 2 ≈ 0.693
     "0.693": [Assert("assert math.isclose(losses.item(), math.log(2), rel_tol=1e-6)")],

@@ -324,6 +324,10 @@ class PreferencePairs:
             each first-half length (``"shakespeare"``: each number of words).
         rejected_halves: The same for the finished rejected lines.
         base: The base model's lines at the held-out prompts.
+        base_again: The base model's lines at the held-out prompts sampled a second
+            time, with the draws the trained models' lines use (seed ``seed + 1``):
+            the same model measured twice, so ``base`` and ``base_again`` differ by
+            the noise of a measurement alone.
         train_prompts: Training prompts sampled.
     """
 
@@ -338,6 +342,7 @@ class PreferencePairs:
     chosen_halves: dict[int, int]
     rejected_halves: dict[int, int]
     base: LineStats
+    base_again: LineStats
     train_prompts: int
 
 
@@ -357,11 +362,12 @@ def _reference(pairs: list, model: torch.nn.Module) -> list[list[float]]:
     return PreferenceData(pairs, model, 1.0, pad_id=0).reference_logps.tolist()
 
 
-@cached(cost=4.0)  # seconds on one core: load, sample 768 lines, two passes
+@cached(cost=5.0)  # seconds on one core: load, sample 1,024 lines, two passes
 def run_preference_pairs(corpus: str, train_prompts: int = 64, held_out_prompts: int = 32,
                          samples: int = 8, seed: int = 0) -> PreferencePairs:
     """Sample ``samples`` lines per prompt from the base model ``corpus`` and pair them
-    (:func:`prefers` decides which is chosen).
+    (:func:`prefers` decides which is chosen); then sample its lines at the held-out
+    prompts once more, as :func:`run_alignment` samples a trained model's.
 
     Taught on: "Preference alignment".
     """
@@ -375,6 +381,7 @@ def run_preference_pairs(corpus: str, train_prompts: int = 64, held_out_prompts:
     held_text = line_prompts(corpus, held_out_prompts, seed, held_out=True)
     rows = sample_lines(model, tokenizer, train_text + held_text, samples, seed)
     train_rows, held_rows = rows[:train_prompts], rows[train_prompts:]
+    again = sample_lines(model, tokenizer, held_text, samples, seed + 1)  # as run_alignment
     pairs = _pairs(corpus, tokenizer, train_text, train_rows)
     held_out = _pairs(corpus, tokenizer, held_text, held_rows)
     examples = [(tokenizer.decode(p).rstrip(NEWLINE), tokenizer.decode(c).rstrip(NEWLINE),
@@ -387,6 +394,7 @@ def run_preference_pairs(corpus: str, train_prompts: int = 64, held_out_prompts:
         chosen_halves=_sizes(corpus, [_line(tokenizer, c) for _, c, _ in pairs]),
         rejected_halves=_sizes(corpus, [_line(tokenizer, r) for _, _, r in pairs]),
         base=_line_stats(corpus, tokenizer, held_text, held_rows),
+        base_again=_line_stats(corpus, tokenizer, held_text, again),
         train_prompts=train_prompts)
 
 

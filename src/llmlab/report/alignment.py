@@ -48,17 +48,21 @@ def pairs_table(pairs: PreferencePairs, n: int = 4) -> Localized:
 
 
 def lines_table(*runs: AlignmentRun, pairs: PreferencePairs) -> Localized:
-    """One row for the base model, then one per run: the lines it writes at the
-    held-out prompts, judged, and how far they are from the base model's."""
+    """Two rows for the base model (its lines sampled twice: the second time with the
+    trained models' draws), then one per run: the lines it writes at the held-out
+    prompts, judged, and how far they are from the base model's."""
     check_type("pairs", pairs, PreferencePairs)
     for i, run in enumerate(runs):
         check_type(f"runs[{i}]", run, AlignmentRun)
     headers = [label("模型", "model"), label("偏好的行", "preferred lines"),
                label("KL / token（nats）", "KL / token (nats)"), label("重复", "repetition"),
                label("没写完的行", "unfinished lines")]
-    rows = [[run_name(run), fmt_pct(stats.preferred_share), fmt_float(stats.kl_per_token, 3),
+    models = [(run_name(None), pairs.base),
+              (label("基座模型（再采样一次）", "base model, sampled again"), pairs.base_again),
+              *[(run_name(r), r.lines) for r in runs]]
+    rows = [[name, fmt_pct(stats.preferred_share), fmt_float(stats.kl_per_token, 3),
              fmt_pct(stats.repetition), f"{stats.unfinished} / {stats.samples}"]
-            for run, stats in [(None, pairs.base)] + [(r, r.lines) for r in runs]]
+            for name, stats in models]
     return table(headers, rows)
 
 
