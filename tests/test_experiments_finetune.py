@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 import torch
+from conftest import run_script
 
 from llmlab.experiments.finetune import (
     ANSWERS,
@@ -111,6 +113,32 @@ def test_the_report_tables_name_every_run(comparison, lang: str, monkeypatch) ->
     assert targets[-4:-1] == ["As", "k", "&#60;&#124;endoftext&#124;&#62;"]
     assert set(targets[:-4] + targets[-1:]) == {"·"}
     assert "<img" in str(report.loss_figure(comparison))
+    seeds = str(report.seeds_table(comparison.full, dataclasses.replace(
+        comparison.unmasked, seed=3, accuracy=[0.25, 0.5])))
+    rows = seeds.strip().splitlines()[2:]
+    assert len(rows) == 2 and rows[0].startswith("| 0 ") and rows[1].startswith("| 3 ")
+    assert rows[1].endswith("| 25.0% | 50.0% | 37.5% |")
+    with pytest.raises(ValueError, match=r"runs\[1\] is a run on 'tang'; expected every run "
+                                         r"on 'shakespeare'"):
+        report.seeds_table(comparison.full, dataclasses.replace(comparison.full, corpus="tang"))
+
+
+def test_the_seeds_script_tabulates_each_seed_and_the_spread(comparison, monkeypatch,
+                                                             capsys) -> None:
+    accuracy = {1: [0.5, 1.0], 4: [1.0, 1.0]}  # the masked full run's, per seed
+
+    def run(corpus, ranks=(1, 4, 8), seed=0):
+        full = dataclasses.replace(comparison.full, accuracy=accuracy[seed])
+        return dataclasses.replace(comparison, corpus=corpus, full=full)
+
+    run_script("seeds", ["finetuning", "--seeds", "1", "4"], monkeypatch,
+               run_finetune_comparison=run)
+    out = capsys.readouterr().out
+    forgot = comparison.full.forgetting
+    assert f"| 1 | tang: full, masked | 50.0% / 100.0% | 75.0% | {forgot:.3f} |" in out
+    assert "| 4 | shakespeare: LoRA r = 2 | " in out
+    assert "mean accuracy (%) over seeds 1, 4:" in out
+    assert "| tang: full, masked | 75.0 | 87.5 | 100.0 |" in out
 
 
 def test_a_run_does_not_depend_on_what_ran_before_it_in_the_process() -> None:

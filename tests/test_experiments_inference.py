@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import run_script
 
 import llmlab.experiments.inference as exp
 from llmlab.generation import generate
@@ -108,10 +109,29 @@ def test_our_int8_codes_match_pytorchs_per_channel_quantizer():
     assert differ.max() <= 1 and (differ == 0).float().mean() > 0.999
 
 
-def test_gqa_comparison_on_a_short_run():
-    result = exp.run_gqa_comparison(kv_heads=(4, 1), steps=3, batch_size=2)
-    assert result.kv_bytes[0] == 4 * result.kv_bytes[1]
-    assert result.parameters[0] - result.parameters[1] == 2 * 2 * 64 * (64 - 16)
-    assert result.steps == 3 and len(result.val_loss) == 2
+@pytest.fixture(scope="module")
+def gqa():
+    return exp.run_gqa_comparison(kv_heads=(4, 1), steps=3, batch_size=2)
+
+
+def test_gqa_comparison_on_a_short_run(gqa):
+    assert gqa.kv_bytes[0] == 4 * gqa.kv_bytes[1]
+    assert gqa.parameters[0] - gqa.parameters[1] == 2 * 2 * 64 * (64 - 16)
+    assert gqa.steps == 3 and len(gqa.val_loss) == 2
     model = TransformerLM.from_config(dataclasses.replace(LLAMA_TOY, num_kv_heads=1))
     assert len(generate(model, [1, 2], 3, greedy=True)) == 3
+
+
+def test_the_seeds_script_tabulates_each_seed_and_the_spread(gqa, monkeypatch, capsys):
+    losses = {0: [5.0, 5.25], 2: [5.0, 5.5], 5: [4.0, 4.0]}  # a comparison per seed
+
+    def comparison(seed):
+        return dataclasses.replace(gqa, val_loss=losses[seed])
+
+    run_script("seeds", ["inference", "--seeds", "0", "2", "5"], monkeypatch,
+               run_gqa_comparison=comparison)
+    out = capsys.readouterr().out
+    assert "| 2 | 1 key/value heads | 5.500 | +0.500 |" in out
+    assert "| 5 | 4 key/value heads | 4.000 | +0.000 |" in out
+    assert "validation loss minus multi-head's over seeds 0, 2, 5:" in out
+    assert "| 1 key/value heads | +0.000 | +0.250 | +0.500 |" in out

@@ -29,6 +29,7 @@ __all__ = [
     "outputs_table",
     "run_name",
     "scale_table",
+    "seeds_table",
 ]
 
 
@@ -91,6 +92,25 @@ def comparison_table(comparison: FinetuneComparison) -> Localized:
         rows.append([run_name(run), fmt_int(run.trainable), fmt_pct(run.trainable_share, 2),
                      fmt_bytes(run.optimizer_state_bytes), *[fmt_pct(a) for a in run.accuracy],
                      fmt_pct(run.mean_accuracy)])
+    return table(headers, rows)
+
+
+def seeds_table(*runs: FinetuneRun) -> Localized:
+    """One row per run, its seed first: the held-out accuracy per answer and
+    overall (runs of one corpus, for instance one setting at several seeds)."""
+    if not runs:
+        raise ValueError("runs is empty; expected at least one FinetuneRun")
+    for i, run in enumerate(runs):
+        check_type(f"runs[{i}]", run, FinetuneRun)
+        if run.corpus != runs[0].corpus:
+            raise ValueError(f"runs[{i}] is a run on {run.corpus!r}; expected every run "
+                             f"on {runs[0].corpus!r}, the corpus of runs[0]")
+    answers = [f"`{a}`" for a in ANSWERS[runs[0].corpus]]
+    headers = [label("种子", "seed"), label("模型", "model"),
+               *[label(f"答 {a} 的准确率", f"accuracy on {a}") for a in answers],
+               label("平均", "mean")]
+    rows = [[run.seed, run_name(run), *[fmt_pct(a) for a in run.accuracy],
+             fmt_pct(run.mean_accuracy)] for run in runs]
     return table(headers, rows)
 
 
