@@ -111,7 +111,7 @@ def seeds_table(*runs: FinetuneRun) -> Localized:
                label("平均", "mean")]
     rows = [[run.seed, run_name(run), *[fmt_pct(a) for a in run.accuracy],
              fmt_pct(run.mean_accuracy)] for run in runs]
-    return table(headers, rows)
+    return table(headers, rows, align="ll" + "r" * (len(answers) + 1))
 
 
 def lora_checks_table(comparison: FinetuneComparison) -> Localized:
