@@ -29,6 +29,8 @@ GUARDS: dict[str, list[object]] = {
     "512": [Attr("llmlab.models.llama:LLAMA_TOY", "vocab_size", 512),
             Assert("toy = time_cpu_utilisation()")],
     "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
+    # the Tang samples halfway: the share of characters that are half a character
+    "3%": [Assert("assert undecodable_share(middle.texts) > 0.03")],
     "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
     # the base models: how they are sampled and the targets their quality meets
     "16": [Default(f"{BM}:run_base_model", "num_samples", 16)],
