@@ -22,6 +22,7 @@ This is a program (it prints); it is not a notebook page.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 import numpy as np
@@ -97,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         verdict = torch.tensor(float(ok), device=info.device)
         dist.broadcast(verdict, src=0)
-        del model  # DDP's reducer goes before the process group it uses
+        # DDP's reducer goes before the process group it uses. It sits in reference
+        # cycles (through its hooks on the parameters, which the optimizer holds), so
+        # collect them now: freed at interpreter exit instead, gloo's threads can abort
+        # the process after its work is done
+        del model, optimizer
+        gc.collect()
         dist.barrier()  # every rank leaves together
         return 0 if verdict.item() == 1.0 else 1
     finally:
