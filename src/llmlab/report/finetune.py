@@ -75,16 +75,20 @@ def masking_table(tokenizer: Tokenizer, prompt: str, response: str) -> Localized
     return table(headers, rows)
 
 
+def _accuracy_headers(corpus: str) -> list[Label]:
+    """The columns of a held-out accuracy: one per answer, then their mean."""
+    return [*[label(f"答 `{a}` 的准确率", f"accuracy on `{a}`") for a in ANSWERS[corpus]],
+            label("平均", "mean")]
+
+
 def comparison_table(comparison: FinetuneComparison) -> Localized:
     """One row for the base model, then one per run: what is trained, what it
     costs in optimizer state, and the held-out accuracy per answer and overall."""
     check_type("comparison", comparison, FinetuneComparison)
     first = comparison.full
-    answers = [f"`{a}`" for a in ANSWERS[comparison.corpus]]
     headers = [label("模型", "model"), label("可训练参数", "trainable parameters"),
                label("占比", "share"), label("优化器状态", "optimizer state"),
-               *[label(f"答 {a} 的准确率", f"accuracy on {a}") for a in answers],
-               label("平均", "mean")]
+               *_accuracy_headers(comparison.corpus)]
     base = first.base_accuracy
     rows = [[label("基座模型（未微调）", "base model (not fine-tuned)"), "0", fmt_pct(0.0),
              "0 B", *[fmt_pct(a) for a in base], fmt_pct(sum(base) / len(base))]]
@@ -105,13 +109,11 @@ def seeds_table(*runs: FinetuneRun) -> Localized:
         if run.corpus != runs[0].corpus:
             raise ValueError(f"runs[{i}] is a run on {run.corpus!r}; expected every run "
                              f"on {runs[0].corpus!r}, the corpus of runs[0]")
-    answers = [f"`{a}`" for a in ANSWERS[runs[0].corpus]]
     headers = [label("种子", "seed"), label("模型", "model"),
-               *[label(f"答 {a} 的准确率", f"accuracy on {a}") for a in answers],
-               label("平均", "mean")]
+               *_accuracy_headers(runs[0].corpus)]
     rows = [[run.seed, run_name(run), *[fmt_pct(a) for a in run.accuracy],
              fmt_pct(run.mean_accuracy)] for run in runs]
-    return table(headers, rows, align="ll" + "r" * (len(answers) + 1))
+    return table(headers, rows, align="ll" + "r" * (len(headers) - 2))
 
 
 def lora_checks_table(comparison: FinetuneComparison) -> Localized:
