@@ -1,6 +1,7 @@
 """How far the runs a lecture compares move with the seed.
 
     OMP_NUM_THREADS=1 python scripts/seeds.py alignment              # seeds 0 to 3
+    OMP_NUM_THREADS=1 python scripts/seeds.py alignment-longer
     OMP_NUM_THREADS=1 python scripts/seeds.py finetuning --seeds 0 5 9
     OMP_NUM_THREADS=1 python scripts/seeds.py inference
 
@@ -15,6 +16,12 @@ and largest of one of them over the seeds:
   nothing trained) and of each run, each run's gain over the base model's first
   sample in points (the spread), its KL per token and the change of the chosen and
   the rejected lines' log-probabilities. About 20 CPU-seconds a seed.
+* ``alignment-longer``: ``run_alignment("tang", beta=β, steps=n)`` for β = 0.1 and
+  0.5, n = 10 and 30 (the 30-step run continues the 10-step one). Each run's share
+  of regular lines, KL per token, share of couplet lines with a first half of four
+  characters, reward accuracy on the training pairs and agreement with the judge on
+  the held-out pairs; the spread: the change of the share from 10 to 30 steps, in
+  points. About 30 CPU-seconds a seed (with the comparison's 10-step runs cached).
 * ``finetuning``: ``run_finetune_comparison("tang", ranks=(8,))`` and
   ``run_finetune_comparison("shakespeare")``. Each run's held-out accuracy per answer,
   its mean (the spread) and what it forgot (nats per token). About 17 CPU-seconds a seed.
@@ -34,7 +41,7 @@ import statistics
 import sys
 from collections.abc import Callable
 
-from llmlab.experiments.alignment import run_alignment_comparison
+from llmlab.experiments.alignment import run_alignment, run_alignment_comparison
 from llmlab.experiments.finetune import run_finetune_comparison
 from llmlab.experiments.inference import run_gqa_comparison
 
@@ -54,6 +61,20 @@ def alignment(seed: int, spread: Spread) -> list[list[str]]:
                      f"{run.lines.preferred_share:.1%}", f"{gain:+.1f}",
                      f"{run.lines.kl_per_token:.3f}", f"{run.chosen_change:+.2f}",
                      f"{run.rejected_change:+.2f}"])
+    return rows
+
+
+def alignment_longer(seed: int, spread: Spread) -> list[list[str]]:
+    rows = []
+    for beta in (0.1, 0.5):
+        short, longer = (run_alignment("tang", beta=beta, steps=n, seed=seed) for n in (10, 30))
+        name = f"DPO β = {beta:g}"
+        spread.setdefault(name, []).append(
+            100 * (longer.lines.preferred_share - short.lines.preferred_share))
+        rows += [[f"{seed}", name, f"{run.steps}", f"{run.lines.preferred_share:.1%}",
+                  f"{run.lines.kl_per_token:.3f}", f"{run.lines.halves_share(4):.1%}",
+                  f"{run.reward_accuracy:.1%}", f"{run.held_out_accuracy:.1%}"]
+                 for run in (short, longer)]
     return rows
 
 
@@ -86,6 +107,10 @@ LECTURES: dict[str, tuple[Callable[[int, Spread], list[list[str]]], list[str], s
     "alignment": (alignment, ["seed", "base", "base again", "run", "regular lines",
                               "gain (points)", "KL / token", "Δ log π chosen",
                               "Δ log π rejected"], "gain (points)", "{:+.1f}"),
+    "alignment-longer": (alignment_longer, ["seed", "run", "steps", "regular lines",
+                                            "KL / token", "first half of 4",
+                                            "reward accuracy", "held-out agreement"],
+                         "change of regular lines from 10 to 30 steps (points)", "{:+.1f}"),
     "finetuning": (finetuning, ["seed", "run", "accuracy per answer", "mean",
                                 "forgetting (nats / token)"], "mean accuracy (%)", "{:.1f}"),
     "inference": (inference, ["seed", "model", "validation loss", "minus multi-head"],

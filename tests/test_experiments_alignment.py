@@ -125,6 +125,8 @@ def test_dpo_starts_at_log_2_and_moves_the_pairs_apart(runs):
         assert lines.samples == 32 * 8 and 0 <= lines.preferred <= lines.samples
         assert lines.kl_per_token > 0  # moved away from the base model
         assert sum(lines.halves.values()) <= lines.samples - lines.unfinished
+        assert sum(lines.halves_share(n) for n in lines.halves) == pytest.approx(1.0)
+        assert lines.halves_share(99) == 0.0  # no first half of 99 characters
 
 
 def test_the_report_shows_every_run(runs):
@@ -142,9 +144,31 @@ def test_the_report_shows_every_run(runs):
     # the first line at each of the first prompts, the same prompts for every model
     assert dpo.lines.examples[0] in samples or dpo.lines.examples[0] is None
     assert report.pairs_table(pairs, n=2).make("en").count("\n") == 4  # header, rule, 2 rows, end
+    longer = report.longer_table(dpo, pairs=pairs).make("en")
+    assert longer.count("\n") == 4 and "| 3 " in longer  # the base model, then 3 steps
+    assert f"{dpo.lines.halves_share(4):.1%}" in longer and f"{dpo.margin:.2f}" in longer
     for figure in (report.halves_figure(comparison), report.loss_figure(comparison)):
         svg = figure.make("en")
         assert "<svg" in svg and svg.rstrip().endswith("</svg>") and figure.alt is not None
+
+
+def test_the_seeds_script_follows_each_beta_from_10_to_30_steps(runs, monkeypatch, capsys):
+    dpo, _ = runs
+
+    def run(corpus, beta, steps, seed):  # a share of its own for each run
+        assert corpus == "tang"
+        lines = dataclasses.replace(dpo.lines, preferred=3 * steps + seed, samples=256)
+        return dataclasses.replace(dpo, beta=beta, steps=steps, lines=lines)
+
+    run_script("seeds", ["alignment-longer", "--seeds", "1", "2"], monkeypatch,
+               run_alignment=run)
+    out = capsys.readouterr().out
+    assert (f"| 2 | DPO β = 0.5 | 30 | {92 / 256:.1%} | {dpo.lines.kl_per_token:.3f} | "
+            f"{dpo.lines.halves_share(4):.1%} | {dpo.reward_accuracy:.1%} | "
+            f"{dpo.held_out_accuracy:.1%} |") in out
+    assert out.count("| DPO β = 0.1 | 10 |") == 2  # one row a seed
+    assert "change of regular lines from 10 to 30 steps (points) over seeds 1, 2:" in out
+    assert "| DPO β = 0.1 | +23.4 | +23.4 | +23.4 |" in out  # 60 more lines of 256
 
 
 def test_the_kl_over_many_rows_is_the_mean_log_ratio_of_every_sampled_token():

@@ -42,6 +42,17 @@ def _dpo(beta: object = 0.1, **logps: torch.Tensor):
     return dpo_loss(args["pc"], args["pr"], args["rc"], args["rr"], beta)
 
 
+def _pairs_of(corpus: str) -> ex.PreferencePairs:
+    """Pairs of ``corpus`` with nothing in them: enough for a table's checks."""
+    lines = ex.LineStats(samples=1, preferred=0, unfinished=1, repetition=0.0, halves={},
+                         kl_per_token=0.0, examples=[None])
+    return ex.PreferencePairs(corpus=corpus, samples=2, train=[], held_out=[],
+                              train_reference=[], held_out_reference=[], examples=[],
+                              held_out_prompts=["\n"], chosen_halves={},
+                              rejected_halves={}, base=lines, base_again=lines,
+                              train_prompts=1)
+
+
 CASES: list[Case] = [
     # --- sequence_logprobs -------------------------------------------------------------
     case("sequence_logprobs mask selects no token", "llmlab.alignment.sequence_logprobs",
@@ -221,6 +232,15 @@ CASES += [
     case("samples_table without pairs", "llmlab.report.alignment.samples_table",
          lambda: rep.samples_table(pairs=None), T, "pairs",
          r"pairs must be an? PreferencePairs, got NoneType"),
+    case("longer_table without pairs", "llmlab.report.alignment.longer_table",
+         lambda: rep.longer_table(pairs=None), T, "pairs",
+         r"pairs must be an? PreferencePairs, got NoneType"),
+    case("longer_table of Shakespeare's pairs", "llmlab.report.alignment.longer_table",
+         lambda: rep.longer_table(pairs=_pairs_of("shakespeare")), V, "pairs",
+         r"pairs must be the Tang model's .*got corpus 'shakespeare'"),
+    case("longer_table half 0", "llmlab.report.alignment.longer_table",
+         lambda: rep.longer_table(pairs=_pairs_of("tang"), half=0), V, "half",
+         r"half must be an int >= 1, got 0"),
     case("halves_figure of a run", "llmlab.report.alignment.halves_figure",
          lambda: rep.halves_figure(None), T, "comparison",
          r"comparison must be an? AlignmentComparison, got NoneType"),
@@ -243,4 +263,5 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("prefers an unfinished line", lambda: ex.prefers("tang", None) is False),
     ("repetition of an empty line", lambda: ex.repetition("shakespeare", "") == 0.0),
     ("run_name of the base model", lambda: rep.run_name(None)),
+    ("longer_table of the base model alone", lambda: rep.longer_table(pairs=_pairs_of("tang"))),
 ]

@@ -42,11 +42,16 @@ GUARDS: dict[str, list[object]] = {
                    "2 * math.sqrt(0.5 / 128)")],
     # the loss starts at log 2 ≈ 0.693
     "0.693": [Assert("assert math.isclose(losses.item(), math.log(2), rel_tol=1e-6)")],
+    # training longer: 30 steps, then more than 95% of the training pairs ranked right
+    "30": [Assert('longer = {beta: run_alignment("tang", beta=beta, steps=30) '
+                  'for beta in (0.1, 0.5)}')],
+    "95%": [Assert("assert mid_30.reward_accuracy > 0.95 > mid.reward_accuracy")],
     # exercise 1's margins of ±1000
     "1000": [Assert("assert losses.tolist() == [0.0, 1000.0] and naive[1].isinf()")],
 }
 
 # numbers that are not results -> why
 ALLOWED: dict[str, str] = {
-    "2023": "year of a citation (Rafailov et al., 2023)",
+    "2023": "year of a citation (Rafailov et al., 2023; Gao et al., 2023)",
+    "2024": "year of a citation (Rafailov et al., 2024)",
 }

@@ -260,6 +260,13 @@ class LineStats:
         """``preferred / samples``."""
         return self.preferred / self.samples
 
+    def halves_share(self, n: int) -> float:
+        """The share of :attr:`halves` at ``n``: of the finished couplet lines, those
+        whose first half has ``n`` characters (``"tang"``); of the finished lines,
+        those of ``n`` words (``"shakespeare"``). 0.0 when there are none."""
+        check_int("n", n)
+        return self.halves.get(n, 0) / max(sum(self.halves.values()), 1)
+
 
 def _sizes(corpus: str, lines: list[str | None]) -> dict[int, int]:
     """How many finished lines have each first-half length (Tang couplet lines) or

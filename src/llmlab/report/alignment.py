@@ -5,13 +5,14 @@ Taught on: "Preference alignment".
 
 from __future__ import annotations
 
-from llmlab.checks import check_type
+from llmlab.checks import check_int, check_type
 from llmlab.experiments.alignment import AlignmentComparison, AlignmentRun, PreferencePairs
 from llmlab.report import Label, Localized, fmt_float, fmt_pct, label, line_plot, table
 
 __all__ = [
     "halves_figure",
     "lines_table",
+    "longer_table",
     "loss_figure",
     "pairs_table",
     "rewards_table",
@@ -80,6 +81,36 @@ def rewards_table(*runs: AlignmentRun) -> Localized:
     rows = [[run_name(run), fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
              fmt_float(run.chosen_change, 2), fmt_float(run.rejected_change, 2),
              fmt_pct(run.held_out_accuracy)] for run in runs]
+    return table(headers, rows)
+
+
+def longer_table(*runs: AlignmentRun, pairs: PreferencePairs, half: int = 4) -> Localized:
+    """Tang runs of different lengths side by side, after the base model: the steps,
+    the lines each writes at the held-out prompts (the share the judge prefers, the KL
+    from the base model, the share of couplet lines whose first half has ``half``
+    characters) and its implicit reward (the accuracy and the log-ratio margin on the
+    training pairs, the agreement with the judge on the held-out pairs)."""
+    check_type("pairs", pairs, PreferencePairs)
+    if pairs.corpus != "tang":
+        raise ValueError(f"pairs must be the Tang model's (corpus 'tang'): the table "
+                         f"counts couplet halves; got corpus {pairs.corpus!r}")
+    for i, run in enumerate(runs):
+        check_type(f"runs[{i}]", run, AlignmentRun)
+    check_int("half", half)
+    headers = [label("模型", "model"), label("步数", "steps"),
+               label("偏好的行", "preferred lines"),
+               label("KL / token（nats）", "KL / token (nats)"),
+               label(f"前半句 {half} 字的成联行", f"couplet lines, first half of {half}"),
+               label("奖励准确率（训练对）", "reward accuracy (training pairs)"),
+               label("log 比值差（nats）", "log-ratio margin (nats)"),
+               label("与评判一致（留出对）", "agrees with the judge (held-out pairs)")]
+    base = pairs.base
+    rows = [[run_name(None), "0", fmt_pct(base.preferred_share), fmt_float(0.0, 3),
+             fmt_pct(base.halves_share(half)), "—", "—", "—"]]
+    rows += [[run_name(run), str(run.steps), fmt_pct(run.lines.preferred_share),
+              fmt_float(run.lines.kl_per_token, 3), fmt_pct(run.lines.halves_share(half)),
+              fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
+              fmt_pct(run.held_out_accuracy)] for run in runs]
     return table(headers, rows)
 
 
