@@ -17,10 +17,12 @@ and largest of one of them over the seeds:
   sample in points (the spread), its KL per token and the change of the chosen and
   the rejected lines' log-probabilities. About 20 CPU-seconds a seed.
 * ``alignment-longer``: ``run_alignment("tang", beta=β, steps=n)`` for β = 0.1 and
-  0.5, n = 10 and 30 (the 30-step run continues the 10-step one). Each run's share
-  of regular lines, KL per token, share of couplet lines with a first half of four
-  characters, reward accuracy on the training pairs and agreement with the judge on
-  the held-out pairs; the spread: the change of the share from 10 to 30 steps, in
+  0.5, n = 10 and 30 (the 30-step run takes the 10-step run's steps first, then 20
+  more). The base model's two samples, and each run's share of regular lines, KL per
+  token, share of couplet lines with a first half of four characters, reward
+  accuracy and log-ratio margin on the training pairs, the change of the chosen and
+  the rejected lines' log-probabilities, and agreement with the judge on the
+  held-out pairs; the spread: the change of the share from 10 to 30 steps, in
   points. About 30 CPU-seconds a seed (with the comparison's 10-step runs cached).
 * ``finetuning``: ``run_finetune_comparison("tang", ranks=(8,))`` and
   ``run_finetune_comparison("shakespeare")``. Each run's held-out accuracy per answer,
@@ -41,7 +43,11 @@ import statistics
 import sys
 from collections.abc import Callable
 
-from llmlab.experiments.alignment import run_alignment, run_alignment_comparison
+from llmlab.experiments.alignment import (
+    run_alignment,
+    run_alignment_comparison,
+    run_preference_pairs,
+)
 from llmlab.experiments.finetune import run_finetune_comparison
 from llmlab.experiments.inference import run_gqa_comparison
 
@@ -65,15 +71,20 @@ def alignment(seed: int, spread: Spread) -> list[list[str]]:
 
 
 def alignment_longer(seed: int, spread: Spread) -> list[list[str]]:
+    pairs = run_preference_pairs("tang", seed=seed)
+    base = [f"{seed}", f"{pairs.base.preferred_share:.1%}",
+            f"{pairs.base_again.preferred_share:.1%}"]
     rows = []
     for beta in (0.1, 0.5):
         short, longer = (run_alignment("tang", beta=beta, steps=n, seed=seed) for n in (10, 30))
         name = f"DPO β = {beta:g}"
         spread.setdefault(name, []).append(
             100 * (longer.lines.preferred_share - short.lines.preferred_share))
-        rows += [[f"{seed}", name, f"{run.steps}", f"{run.lines.preferred_share:.1%}",
+        rows += [[*base, name, f"{run.steps}", f"{run.lines.preferred_share:.1%}",
                   f"{run.lines.kl_per_token:.3f}", f"{run.lines.halves_share(4):.1%}",
-                  f"{run.reward_accuracy:.1%}", f"{run.held_out_accuracy:.1%}"]
+                  f"{run.reward_accuracy:.1%}", f"{run.margin:.2f}",
+                  f"{run.chosen_change:+.2f}", f"{run.rejected_change:+.2f}",
+                  f"{run.held_out_accuracy:.1%}"]
                  for run in (short, longer)]
     return rows
 
@@ -107,9 +118,11 @@ LECTURES: dict[str, tuple[Callable[[int, Spread], list[list[str]]], list[str], s
     "alignment": (alignment, ["seed", "base", "base again", "run", "regular lines",
                               "gain (points)", "KL / token", "Δ log π chosen",
                               "Δ log π rejected"], "gain (points)", "{:+.1f}"),
-    "alignment-longer": (alignment_longer, ["seed", "run", "steps", "regular lines",
-                                            "KL / token", "first half of 4",
-                                            "reward accuracy", "held-out agreement"],
+    "alignment-longer": (alignment_longer, ["seed", "base", "base again", "run", "steps",
+                                            "regular lines", "KL / token",
+                                            "first half of 4", "reward accuracy",
+                                            "margin", "Δ log π chosen",
+                                            "Δ log π rejected", "held-out agreement"],
                          "change of regular lines from 10 to 30 steps (points)", "{:+.1f}"),
     "finetuning": (finetuning, ["seed", "run", "accuracy per answer", "mean",
                                 "forgetting (nats / token)"], "mean accuracy (%)", "{:.1f}"),

@@ -144,9 +144,11 @@ def test_the_report_shows_every_run(runs):
     # the first line at each of the first prompts, the same prompts for every model
     assert dpo.lines.examples[0] in samples or dpo.lines.examples[0] is None
     assert report.pairs_table(pairs, n=2).make("en").count("\n") == 4  # header, rule, 2 rows, end
-    longer = report.longer_table(dpo, pairs=pairs).make("en")
-    assert longer.count("\n") == 4 and "| 3 " in longer  # the base model, then 3 steps
-    assert f"{dpo.lines.halves_share(4):.1%}" in longer and f"{dpo.margin:.2f}" in longer
+    steps = report.steps_table(dpo, pairs=pairs).make("en")
+    assert steps.count("\n") == 4 and "| 3 " in steps  # the base model, then 3 steps
+    assert f"{dpo.lines.halves_share(4):.1%}" in steps and f"{dpo.margin:.2f}" in steps
+    with pytest.raises(ValueError, match=r"runs\[0\] must be a run on the pairs' corpus"):
+        report.steps_table(dataclasses.replace(dpo, corpus="shakespeare"), pairs=pairs)
     for figure in (report.halves_figure(comparison), report.loss_figure(comparison)):
         svg = figure.make("en")
         assert "<svg" in svg and svg.rstrip().endswith("</svg>") and figure.alt is not None
@@ -160,11 +162,19 @@ def test_the_seeds_script_follows_each_beta_from_10_to_30_steps(runs, monkeypatc
         lines = dataclasses.replace(dpo.lines, preferred=3 * steps + seed, samples=256)
         return dataclasses.replace(dpo, beta=beta, steps=steps, lines=lines)
 
+    pairs = run_preference_pairs("tang", train_prompts=6)  # the runs' own pairs
+
+    def pairs_of(corpus, seed):
+        assert corpus == "tang" and seed in (1, 2)
+        return pairs
+
     run_script("seeds", ["alignment-longer", "--seeds", "1", "2"], monkeypatch,
-               run_alignment=run)
+               run_alignment=run, run_preference_pairs=pairs_of)
     out = capsys.readouterr().out
-    assert (f"| 2 | DPO β = 0.5 | 30 | {92 / 256:.1%} | {dpo.lines.kl_per_token:.3f} | "
+    assert (f"| 2 | {pairs.base.preferred_share:.1%} | {pairs.base_again.preferred_share:.1%} "
+            f"| DPO β = 0.5 | 30 | {92 / 256:.1%} | {dpo.lines.kl_per_token:.3f} | "
             f"{dpo.lines.halves_share(4):.1%} | {dpo.reward_accuracy:.1%} | "
+            f"{dpo.margin:.2f} | {dpo.chosen_change:+.2f} | {dpo.rejected_change:+.2f} | "
             f"{dpo.held_out_accuracy:.1%} |") in out
     assert out.count("| DPO β = 0.1 | 10 |") == 2  # one row a seed
     assert "change of regular lines from 10 to 30 steps (points) over seeds 1, 2:" in out

@@ -240,6 +240,7 @@ class LineStats:
         halves: ``"tang"``: how many finished couplet lines have each first-half
             length (:func:`~llmlab.training.quality.poem_line_halves`); ``"shakespeare"``:
             how many finished lines have each number of words.
+            (:meth:`halves_share` reads a share of it, in both senses.)
         kl_per_token: The KL divergence from the base model, nats per sampled token:
             the mean of ``log π(token) - log π_base(token)`` over the tokens the model
             sampled (0 for the base model itself).

@@ -12,12 +12,12 @@ from llmlab.report import Label, Localized, fmt_float, fmt_pct, label, line_plot
 __all__ = [
     "halves_figure",
     "lines_table",
-    "longer_table",
     "loss_figure",
     "pairs_table",
     "rewards_table",
     "run_name",
     "samples_table",
+    "steps_table",
 ]
 
 
@@ -84,36 +84,6 @@ def rewards_table(*runs: AlignmentRun) -> Localized:
     return table(headers, rows)
 
 
-def longer_table(*runs: AlignmentRun, pairs: PreferencePairs, half: int = 4) -> Localized:
-    """Tang runs of different lengths side by side, after the base model: the steps,
-    the lines each writes at the held-out prompts (the share the judge prefers, the KL
-    from the base model, the share of couplet lines whose first half has ``half``
-    characters) and its implicit reward (the accuracy and the log-ratio margin on the
-    training pairs, the agreement with the judge on the held-out pairs)."""
-    check_type("pairs", pairs, PreferencePairs)
-    if pairs.corpus != "tang":
-        raise ValueError(f"pairs must be the Tang model's (corpus 'tang'): the table "
-                         f"counts couplet halves; got corpus {pairs.corpus!r}")
-    for i, run in enumerate(runs):
-        check_type(f"runs[{i}]", run, AlignmentRun)
-    check_int("half", half)
-    headers = [label("模型", "model"), label("步数", "steps"),
-               label("偏好的行", "preferred lines"),
-               label("KL / token（nats）", "KL / token (nats)"),
-               label(f"前半句 {half} 字的成联行", f"couplet lines, first half of {half}"),
-               label("奖励准确率（训练对）", "reward accuracy (training pairs)"),
-               label("log 比值差（nats）", "log-ratio margin (nats)"),
-               label("与评判一致（留出对）", "agrees with the judge (held-out pairs)")]
-    base = pairs.base
-    rows = [[run_name(None), "0", fmt_pct(base.preferred_share), fmt_float(0.0, 3),
-             fmt_pct(base.halves_share(half)), "—", "—", "—"]]
-    rows += [[run_name(run), str(run.steps), fmt_pct(run.lines.preferred_share),
-              fmt_float(run.lines.kl_per_token, 3), fmt_pct(run.lines.halves_share(half)),
-              fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
-              fmt_pct(run.held_out_accuracy)] for run in runs]
-    return table(headers, rows)
-
-
 def samples_table(*runs: AlignmentRun, pairs: PreferencePairs, n: int = 3) -> Localized:
     """The first ``n`` lines each model writes at the held-out prompts (the same
     prompts for every model), side by side."""
@@ -125,6 +95,40 @@ def samples_table(*runs: AlignmentRun, pairs: PreferencePairs, n: int = 3) -> Lo
     rows = [[run_name(None), *[_line(t) for t in pairs.base.examples[:n]]]]
     rows += [[run_name(run), *[_line(t) for t in run.lines.examples[:n]]] for run in runs]
     return table(headers, rows, align="l" * (n + 1))
+
+
+def steps_table(*runs: AlignmentRun, pairs: PreferencePairs,
+                first_half: int = 4) -> Localized:
+    """Tang runs side by side with the number of steps each trained, after the base
+    model: the lines each writes at the held-out prompts (the share the judge prefers,
+    the KL from the base model, the share of couplet lines whose first half has
+    ``first_half`` characters) and its implicit reward (the accuracy and the log-ratio
+    margin on the training pairs, the agreement with the judge on the held-out pairs)."""
+    check_type("pairs", pairs, PreferencePairs)
+    if pairs.corpus != "tang":
+        raise ValueError(f"pairs must be the Tang model's (corpus 'tang'): the table "
+                         f"counts couplet halves; got corpus {pairs.corpus!r}")
+    for i, run in enumerate(runs):
+        check_type(f"runs[{i}]", run, AlignmentRun)
+        if run.corpus != pairs.corpus:
+            raise ValueError(f"runs[{i}] must be a run on the pairs' corpus "
+                             f"({pairs.corpus!r}), got one on {run.corpus!r}")
+    n = check_int("first_half", first_half)
+    headers = [label("模型", "model"), label("步数", "steps"),
+               label("偏好的行", "preferred lines"),
+               label("KL / token（nats）", "KL / token (nats)"),
+               label(f"前半句 {n} 字的成联行", f"couplet lines, first half of {n}"),
+               label("奖励准确率（训练对）", "reward accuracy (training pairs)"),
+               label("log 比值差（nats）", "log-ratio margin (nats)"),
+               label("与评判一致（留出对）", "agrees with the judge (held-out pairs)")]
+    base = pairs.base
+    rows = [[run_name(None), "0", fmt_pct(base.preferred_share), fmt_float(0.0, 3),
+             fmt_pct(base.halves_share(n)), "—", "—", "—"]]
+    rows += [[run_name(run), str(run.steps), fmt_pct(run.lines.preferred_share),
+              fmt_float(run.lines.kl_per_token, 3), fmt_pct(run.lines.halves_share(n)),
+              fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
+              fmt_pct(run.held_out_accuracy)] for run in runs]
+    return table(headers, rows)
 
 
 def halves_figure(comparison: AlignmentComparison) -> Localized:
