@@ -122,8 +122,8 @@ def steps_table(*runs: AlignmentRun, pairs: PreferencePairs,
                label("log 比值差（nats）", "log-ratio margin (nats)"),
                label("与评判一致（留出对）", "agrees with the judge (held-out pairs)")]
     base = pairs.base
-    rows = [[run_name(None), "0", fmt_pct(base.preferred_share), fmt_float(0.0, 3),
-             fmt_pct(base.halves_share(n)), "—", "—", "—"]]
+    rows = [[run_name(None), "0", fmt_pct(base.preferred_share),
+             fmt_float(base.kl_per_token, 3), fmt_pct(base.halves_share(n)), "—", "—", "—"]]
     rows += [[run_name(run), str(run.steps), fmt_pct(run.lines.preferred_share),
               fmt_float(run.lines.kl_per_token, 3), fmt_pct(run.lines.halves_share(n)),
               fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
