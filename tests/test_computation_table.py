@@ -77,3 +77,27 @@ def test_without_a_cache_the_table_says_so(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv("LLMLAB_CACHE_DIR", raising=False)
     text = computation_table("x.md").render("en")
     assert "no result cache found" in text
+
+
+def test_a_part_that_several_parts_share_counts_once_in_its_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmlab.experiments import alignment
+
+    for lang in ("zh", "en"):
+        (tmp_path / "docs" / lang).mkdir(parents=True)
+        (tmp_path / "docs" / lang / "a.md").write_text(_block(
+            "from llmlab.experiments.alignment import run_alignment_comparison\n"
+            'run_alignment_comparison("tang")\n'), encoding="utf-8")
+    monkeypatch.setenv("LLMLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LLMLAB_DOCS", str(tmp_path / "docs"))
+    monkeypatch.delenv("LLMLAB_CACHE_MISS", raising=False)
+    plan = cache.plan(alignment.run_alignment_comparison, "tang")
+    keys = [cache.cache_key(fn, **kwargs) for fn, kwargs in plan]
+    pairs = cache.cache_key(alignment.run_preference_pairs, corpus="tang")
+    assert keys.count(pairs) == 5  # its own part, and a part of each of its four runs
+    unique = dict(zip(keys, plan))
+    for n, (fn, kwargs) in enumerate(unique.values()):
+        _store(tmp_path, fn, 2.0 ** n, **kwargs)  # distinct powers of two: any double count shows
+    rows = computation_table("a.md").render("en").splitlines()[2:]
+    assert rows == [f'| `alignment.run_alignment_comparison("tang")` | '
+                    f"{sum(2.0 ** n for n in range(len(unique))):.2f} |"]

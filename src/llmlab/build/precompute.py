@@ -145,7 +145,8 @@ def stamp(calls: list[Call], examples: str | Path, docs: str | Path | None = Non
 def computation_table(page: str) -> Localized:
     """The experiments ``page``'s blocks call and what they cost.
 
-    One row per call: the seconds computing it took (its parts included), as
+    One row per call: the seconds computing it took (its parts included, each
+    once, however many of its parts share it), as
     stored with the results in the cache, on the machine that computed them; then
     the total, in which a part that several calls share counts once. The page
     is read from ``$LLMLAB_DOCS`` (the build sets it), else the checkout's
@@ -165,8 +166,12 @@ def computation_table(page: str) -> Localized:
     calls = find_calls(docs, page=page)
     for call in calls:
         seconds: float | None = 0.0
+        mine = set()  # a plan may list a part twice (parts of parts): count it once
         for fn, kwargs in cache.plan(call.function(), **call.kwargs):
             key = cache.cache_key(fn, **kwargs)
+            if key in mine:
+                continue
+            mine.add(key)
             if key not in every:
                 every[key] = cache.stored_seconds(fn, **kwargs)
             seconds = None if seconds is None or every[key] is None else seconds + every[key]
