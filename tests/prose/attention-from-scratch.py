@@ -17,4 +17,13 @@ GUARDS: dict[str, list[object]] = {
     "65504": [Assert("assert torch.finfo(half).max == 65504")],
     "11.09": [Assert("assert round(limit, 2) == 11.09")],
     "88.7": [Assert("assert round(math.log(torch.finfo(torch.float32).max), 1) == 88.7")],
+    # exercise 3: two scores of 11, whose exps fit in float16 and whose sum does not
+    "11": [Assert("z = torch.tensor([11.0, 11.0], dtype=half)"),
+           Assert("assert torch.isfinite(z.exp()).all() and torch.isinf(z.exp().sum())")],
+}
+
+# numbers that are not results: number -> why
+ALLOWED: dict[str, str] = {
+    "0.1": "citation: GPT-1's attention dropout rate (Radford et al. 2018)",
+    "512": "speed note: a seq_len the reader is invited to try (a setting, no result)",
 }

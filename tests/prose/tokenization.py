@@ -31,6 +31,8 @@ GUARDS: dict[str, list[object]] = {
     "1,257": [Assert("assert all(c.vocab_sizes[-1] == 256 + 1 + 1000 for c in r.curves)")],
     "1,024": [Default(f"{TK}:run_chinese_tokenizers", "context_length", 1024)],
     "50256": [Assert("r.eot_id == 50256")],
+    # the second special token added to show that the longest wins
+    "50257": [Assert("assert double.ids[1:3] == [50257, r.eot_id]")],
     "1234567": [Assert('assert pretokenize("1234567") == ["1234567"]'),
                 Assert('assert case["digits", "long"].tokens == [b"123", b"45", b"67"]')],
     "123": [Assert('assert case["digits", "long"].tokens == [b"123", b"45", b"67"]'),
