@@ -40,7 +40,7 @@ def test_timing_tables_name_each_rows_implementation(small_timing) -> None:
         assert f"| {name} |" in softmax_row
         assert "| PyTorch |" in rows[0]  # the matmul is always PyTorch's
     kernels = kernels_table(r).render("zh").splitlines()
-    assert "PyTorch 的核数" in kernels[0]
+    assert "PyTorch 的 kernel 数" in kernels[0]
     assert [row.split(" | ")[0] for row in kernels[2:]] == ["| RMSNorm", "| LayerNorm",
                                                            "| softmax"]
     summary = norm_share_summary(r).render("en")

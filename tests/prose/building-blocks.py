@@ -42,4 +42,5 @@ ALLOWED: dict[str, str] = {
     "25%": "citation (Ivanov et al.)",
     "4096": "exercise: Llama 2 7B's d_model",
     "100": "exercise: a scale and a theta to try",
+    "2022": "year of a citation (PaLM, Chowdhery et al.)",
 }

@@ -489,7 +489,9 @@ def run_flops_vs_runtime(
     float32; the teaching code moves more (each step reads and writes a full tensor).
     ``kernels`` counts the ATen ops each call dispatches (a ``TorchDispatchMode``). The
     ridge point is the measured matmul FLOP/s over the measured bandwidth of a
-    large copy. Cached per machine (``machine_dependent``).
+    large copy into a buffer allocated once (``torch.clone`` would allocate at every
+    call and time the page faults of fresh memory too). Cached per machine
+    (``machine_dependent``).
     """
     check_int("seq_len", seq_len)
     check_int("d_model", d_model)
@@ -531,7 +533,8 @@ def run_flops_vs_runtime(
             res.seconds.append(_median_seconds(fn, operands[0], min_run_time))
             res.kernels.append(_count_kernels(fn, operands[0]))
         big = torch.randn(8 * 1024 * 1024)  # 32 MiB: larger than the caches
-        copy_s = _median_seconds(torch.clone, big, min_run_time)
+        out = torch.empty_like(big)  # reused: a fresh tensor per call would time page faults
+        copy_s = _median_seconds(out.copy_, big, min_run_time)
     flops_per_s = res.flops[0] / res.seconds[0]
     bytes_per_s = 2 * big.numel() * f4 / copy_s  # read + write
     res.ridge = flops_per_s / bytes_per_s

@@ -131,8 +131,8 @@ def kernels_table(r: FlopsRuntimeResult) -> Localized:
                      fmt_float(1e3 * r.seconds[m], 3),
                      fmt_float(r.seconds[m] / r.seconds[t], 1),
                      fmt_pct(r.shares("torch")[op][1], 1), fmt_pct(ours[op][1], 1)))
-    headers = [label("运算", "op"), label("PyTorch 的核数", "PyTorch kernels"),
-               label("llmlab 的核数", "llmlab kernels"),
+    headers = [label("运算", "op"), label("PyTorch 的 kernel 数", "PyTorch kernels"),
+               label("llmlab 的 kernel 数", "llmlab kernels"),
                label("PyTorch 用时 ms", "PyTorch ms"), label("llmlab 用时 ms", "llmlab ms"),
                label("llmlab ÷ PyTorch", "llmlab ÷ PyTorch"),
                label("时间占比（PyTorch）", "time share (PyTorch)"),
