@@ -29,8 +29,6 @@ GUARDS: dict[str, list[object]] = {
     "512": [Attr("llmlab.models.llama:LLAMA_TOY", "vocab_size", 512),
             Assert("toy = time_cpu_utilisation()")],
     "0.6": [Default(f"{TR}:run_training_run", "sample_temperature", 0.6)],
-    # the Tang samples halfway: the share of characters that are half a character
-    "3%": [Assert("assert undecodable_share(middle.texts) > 0.03")],
     "0.693": [Assert("assert abs(loss - math.log(2)) < 1e-6")],
     # the base models: how they are sampled and the targets their quality meets
     "16": [Default(f"{BM}:run_base_model", "num_samples", 16)],
@@ -39,7 +37,7 @@ GUARDS: dict[str, list[object]] = {
     "0.8": [Default(f"{BM}:run_base_model", "temperatures", (1.0, 0.8)),
             Assert("warm = {q.temperature: q for q in english.samples}[0.8]"),
             Assert("warm = {q.temperature: q for q in chinese.samples}[0.8]")],
-    "1.9": [Assert("assert english.held_out.nats_per_character <= 1.9")],
+    "1.7": [Assert("assert english.held_out.nats_per_character <= 1.7")],
     "90%": [Assert("warm.known_word_rate >= 0.9")],
     "99%": [Assert("warm.known_character_rate >= 0.99")],
 }

@@ -1000,9 +1000,12 @@ def base_models_table(results: Sequence[BaseModelResult]) -> Localized:
            f"{c.config.context_length}" for c in cards]),
         (label("见过的 token（遍数）", "tokens seen (epochs)"),
          *[f"{fmt_int(c.tokens_seen)} ({fmt_float(c.epochs, 1)})" for c in cards]),
-        (label("验证损失：开始 → 结束（nat / token）",
-               "validation loss: start → end (nats / token)"),
-         *[f"{fmt_float(c.val_losses[0])} → {fmt_float(c.val_losses[-1])}" for c in cards]),
+        (label("验证损失：第一次评估 → 结束（nat / token）",
+               "validation loss: first evaluation → end (nats / token)"),
+         *[label(f"{fmt_float(c.val_losses[0])}（第 {c.val_iterations[0]:,} 步）→ "
+                 f"{fmt_float(c.val_losses[-1])}",
+                 f"{fmt_float(c.val_losses[0])} (step {c.val_iterations[0]:,}) → "
+                 f"{fmt_float(c.val_losses[-1])}") for c in cards]),
         (label("训练用时，设备", "training time, device"),
          *[label(f"{fmt_float(c.wall_seconds / 60, 1)} 分钟，{_device_zh(c.device)}",
                  f"{fmt_float(c.wall_seconds / 60, 1)} min, {c.device}") for c in cards]),
