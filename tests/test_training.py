@@ -753,3 +753,26 @@ def test_train_bad_inputs(kwargs, exc, match):
     args.update(kwargs)
     with pytest.raises(exc, match=match):
         train(model, AdamW(model.parameters()), **args)
+
+
+def test_row_batches_are_the_documented_draws_of_the_seeded_generator():
+    """What a page may replay (the alignment lecture counts the pairs its runs drew):
+    with ``seed``, step k's rows are the k-th ``torch.randint(0, N, (batch_size,))`` of
+    ``torch.Generator().manual_seed(seed)``, with replacement."""
+    from llmlab.training import SupervisedData
+
+    drawn: list[list[int]] = []
+
+    class Recording(SupervisedData):
+        def rows(self, index, device=None):
+            drawn.append(index.tolist())
+            return super().rows(index, device)
+
+    examples = [([1 + i % 7, 2, 3], [2, 3, 4]) for i in range(11)]
+    model = _lm(0)
+    train(model, AdamW(model.parameters()), Recording(examples, pad_id=0), steps=6,
+          batch_size=5, seed=3)
+    generator = torch.Generator().manual_seed(3)
+    assert drawn == [torch.randint(0, 11, (5,), generator=generator).tolist()
+                     for _ in range(6)]
+    assert any(len(set(rows)) < len(rows) for rows in drawn)  # with replacement
