@@ -289,7 +289,7 @@ def test_wrapped_chinese_prose_has_no_stray_spaces(built_site) -> None:
         match = _CJK_LINE_BREAK.search(html)
         assert match is None, f"{page}: {match.group(0)!r}"
     # wrapped in the sources, joined in the pages: a lecture and a notebook
-    assert "每一讲都从最小的零件（点积" in (built_site.site_dir / "index.html").read_text("utf-8")
+    assert "课程从最小的零件（点积" in (built_site.site_dir / "index.html").read_text("utf-8")
     notebook = built_site.site_dir / "notebooks" / "copy_task_heads" / "index.html"
     assert "它的权重就集中在对角线下方" in notebook.read_text(encoding="utf-8")
 
