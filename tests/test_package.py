@@ -88,3 +88,36 @@ def test_the_repository_has_no_symbolic_links() -> None:
     assert listing, "not a git checkout"
     links = [line.split("\t", 1)[1] for line in listing if line.startswith("120000 ")]
     assert links == [], f"symbolic links in the repository: {links}"
+
+
+def _requirement_name(requirement: str) -> str:
+    import re
+
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_the_plot_extra_covers_what_the_examples_import() -> None:
+    """README: ``pip install -e ".[plot]"`` is enough for the notebooks in examples/."""
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text("utf-8"))["project"]
+    declared = {_requirement_name(r)
+                for r in project["dependencies"] + project["optional-dependencies"]["plot"]}
+    provided_by = packages_distributions()  # top-level module -> its distributions
+    missing = {}
+    for script in sorted((SRC.parents[1] / "examples").glob("*.py")):
+        tree = ast.parse(script.read_text("utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and not node.level else [])
+            for top in {name.split(".")[0] for name in names}:
+                if top in sys.stdlib_module_names or top == "llmlab":
+                    continue
+                dists = {d.lower().replace("_", "-") for d in provided_by.get(top, [top])}
+                if not dists & declared:
+                    missing.setdefault(script.name, set()).add(top)
+    assert not missing, f"imported by examples/ but in neither the dependencies nor [plot]: {missing}"
+    assert {"matplotlib", "ipython"} <= declared
