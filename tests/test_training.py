@@ -776,3 +776,22 @@ def test_row_batches_are_the_documented_draws_of_the_seeded_generator():
     assert drawn == [torch.randint(0, 11, (5,), generator=generator).tolist()
                      for _ in range(6)]
     assert any(len(set(rows)) < len(rows) for rows in drawn)  # with replacement
+
+
+def test_train_records_the_rows_it_drew_and_a_corpus_none():
+    from llmlab.training import SupervisedData
+
+    examples = [([1 + i % 7, 2, 3], [2, 3, 4]) for i in range(11)]
+    generator = torch.Generator().manual_seed(5)
+    expected = [SupervisedData(examples, pad_id=0).draw(4, generator).tolist()
+                for _ in range(3)]
+    model = _lm(0)
+    result = train(model, AdamW(model.parameters()), SupervisedData(examples, pad_id=0),
+                   steps=3, batch_size=4, seed=5)
+    assert result.rows_drawn == expected
+    other = _lm(0)
+    share = train(other, AdamW(other.parameters()), SupervisedData(examples, pad_id=0),
+                  steps=3, batch_size=4, seed=5, batch_rows=slice(1, 3))
+    assert share.rows_drawn == [rows[1:3] for rows in expected]  # this process's rows
+    corpus = train(model, AdamW(model.parameters()), _tokens(), steps=2, batch_size=4)
+    assert corpus.rows_drawn == []

@@ -246,6 +246,11 @@ CASES: list[Case] = [
     case("SupervisedData batch seed for a generator", "llmlab.finetune.SupervisedData",
          lambda: _data().batch(2, 0), T, "generator",
          r"generator must be a torch\.Generator, got int"),
+    case("SupervisedData draw of -1", "llmlab.finetune.SupervisedData",
+         lambda: _data().draw(-1), V, "batch_size", r"batch_size must be an int >= 1, got -1"),
+    case("SupervisedData draw from a seed", "llmlab.finetune.SupervisedData",
+         lambda: _data().draw(2, 7), T, "generator",
+         r"generator must be a torch\.Generator, got int"),
 ]
 
 # Good-input controls: the same calls done right, which must go through.

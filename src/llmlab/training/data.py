@@ -130,8 +130,9 @@ class RowData:
     A subclass sets ``context_length`` (its widest row, in tokens) and defines
     :meth:`__len__`, :meth:`rows` (the tensors of some rows, each with the rows
     first) and :meth:`loss` (a scalar to minimise, from the model and such
-    tensors). :meth:`batch` draws random rows; a loop that trains on part of a
-    batch (``batch_rows``) slices every tensor along its first dimension.
+    tensors). :meth:`draw` picks random rows and :meth:`batch` gives their tensors; a
+    loop that trains on part of a batch (``batch_rows``) slices every tensor along its
+    first dimension.
 
     Taught on: "Fine-tuning" and "Preference alignment".
     """
@@ -149,29 +150,25 @@ class RowData:
         """The scalar loss of ``model`` on ``batch`` (from :meth:`rows`)."""
         raise NotImplementedError
 
+    def draw(self, batch_size: int, generator: torch.Generator | None = None) -> Tensor:
+        """The indices of ``batch_size`` rows drawn uniformly at random, with
+        replacement: int64 ``(batch_size,)``, one ``torch.randint`` from ``generator``
+        (``None``: torch's global generator; a seeded one makes runs reproducible).
+        A row may come twice in one batch, and some rows in no batch of a short run."""
+        check_int("batch_size", batch_size)
+        if generator is not None:
+            check_type("generator", generator, torch.Generator,
+                       expected="a torch.Generator")
+        return torch.randint(0, len(self), (batch_size,), generator=generator)  # (B,)
+
     def batch(
         self,
         batch_size: int,
         generator: torch.Generator | None = None,
         device: Device = None,
     ) -> tuple[Tensor, ...]:
-        """``batch_size`` rows drawn uniformly at random (with replacement).
-
-        Args:
-            batch_size: Rows per batch, ``>= 1``.
-            generator: Source of the rows; a seeded one makes runs reproducible
-                (``None``: torch's global generator).
-            device: Where the batch goes.
-
-        Returns:
-            :meth:`rows` of the drawn rows.
-        """
-        check_int("batch_size", batch_size)
-        if generator is not None:
-            check_type("generator", generator, torch.Generator,
-                       expected="a torch.Generator")
-        index = torch.randint(0, len(self), (batch_size,), generator=generator)  # (B,)
-        return self.rows(index, device)
+        """:meth:`rows` of the rows :meth:`draw` picks, on ``device``."""
+        return self.rows(self.draw(batch_size, generator), device)
 
 
 class SupervisedData(RowData):

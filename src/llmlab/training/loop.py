@@ -88,6 +88,9 @@ class TrainResult:
         seconds: Wall time of the call, validation included.
         batch_size: Windows per batch.
         context_length: Tokens per window.
+        rows_drawn: For :class:`RowData`, the rows each step trained on (its
+            ``batch_rows`` share, if given), as :meth:`RowData.draw` picked them: one
+            list per step. Empty for a corpus.
 
     Taught on: "Training and generating text".
     """
@@ -102,6 +105,7 @@ class TrainResult:
     seconds: float
     batch_size: int
     context_length: int
+    rows_drawn: list[list[int]] = dataclasses.field(default_factory=list)
 
 
 @torch.no_grad()
@@ -205,7 +209,9 @@ def train(
         lr_schedule: ``schedule(iteration) -> lr``, applied before each step
             (see ``cosine_schedule``); ``None`` keeps the optimizer's rate.
         max_grad_norm: Clip the global gradient norm to this; ``None``: no clipping.
-        seed: Seeds the batch generator when ``generator`` is not given.
+        seed: Seeds the batch generator (``torch.Generator().manual_seed(seed)``)
+            when ``generator`` is not given. Each step draws its batch from it, and
+            nothing else does (for ``RowData``: one :meth:`RowData.draw` a step).
         generator: The batch generator (its state carries over between calls, so a
             resumed run draws the batches the uninterrupted run would have drawn).
         start_iteration: Steps already done (the schedule continues from there).
@@ -262,7 +268,10 @@ def train(
         lr = float(optimizer.param_groups[0]["lr"])
         # forward: random windows (or rows) -> logits -> loss
         if rows:  # examples: the data's own loss (cross-entropy, DPO, ...)
-            batch = train_data.batch(batch_size, generator, device)  # (B, ...) each
+            index = train_data.draw(batch_size, generator)  # (B,)
+            batch = train_data.rows(index, device)  # (B, ...) each
+            kept = index if batch_rows is None else index[batch_rows]
+            result.rows_drawn.append(kept.tolist())
         else:  # a corpus: next-token cross-entropy over every target
             batch = get_batch(train_data, batch_size, context_length, device,
                               generator)  # (B, T) each
