@@ -247,3 +247,18 @@ def test_a_seed_reaches_the_pairs_every_run_of_a_comparison_reads():
     runs = [kwargs for fn, kwargs in calls if fn is run_alignment]
     assert len(runs) == 4 and all(kwargs["seed"] == 1 for kwargs in runs)
     assert keys != {cache_key(run_preference_pairs, "tang")}  # seed 0's are others
+
+
+def test_the_runs_split_the_training_pairs_into_drawn_and_never_drawn(runs):
+    dpo, sft = runs
+    assert dpo.drawn_pairs == sft.drawn_pairs  # one seed draws the same rows for both
+    for run in runs:
+        assert 0 < run.drawn_pairs <= min(run.pairs, run.steps * run.batch_size)
+        undrawn = run.pairs - run.drawn_pairs
+        assert (run.undrawn_accuracy is None) == (undrawn == 0)
+        whole = run.drawn_accuracy * run.drawn_pairs + (run.undrawn_accuracy or 0) * undrawn
+        assert whole / run.pairs == pytest.approx(run.reward_accuracy)
+    table = report.agreement_table(*runs).make("en").splitlines()
+    assert table[2].startswith(f"| DPO, β = 0.5 | {dpo.drawn_pairs} / {dpo.pairs} |")
+    never = "—" if sft.undrawn_accuracy is None else f"{sft.undrawn_accuracy:.1%}"
+    assert table[3].endswith(f"| {never} | {sft.held_out_accuracy:.1%} |")

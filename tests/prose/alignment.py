@@ -14,14 +14,10 @@ GUARDS: dict[str, list[object]] = {
             Assert('run = run_alignment("shakespeare", beta=0.1, samples=4)'),
             Assert("assert abs(half.lines.preferred_share - mid.lines.preferred_share) < 0.05")],
     "0.5": [Default(f"{AL}:run_alignment_comparison", "betas", (0.05, 0.1, 0.5))],
-    # every DPO run ranks the chosen line first in more than 85% of training pairs
-    "85%": [Assert("assert run.reward_accuracy > 0.85")],
-    # 10 steps of 16 pairs at a learning rate of 2 × 10^-4; the held-out agreement is
-    # more than 10 points below the training pairs'
+    # 10 steps of 16 pairs at a learning rate of 2 × 10^-4
     "10": [Default(f"{AL}:run_alignment", "steps", 10),
            Default(f"{AL}:run_alignment_comparison", "steps", 10),
-           Default(f"{AL}:run_alignment", "lr", 2e-4),
-           Assert("assert 0.55 < run.held_out_accuracy < run.reward_accuracy - 0.1")],
+           Default(f"{AL}:run_alignment", "lr", 2e-4)],
     "16": [Default(f"{AL}:run_alignment", "batch_size", 16)],
     # 64 training prompts, 32 held out; each line at most 24 new tokens
     "64": [Default(f"{AL}:run_preference_pairs", "train_prompts", 64),

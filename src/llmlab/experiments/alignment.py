@@ -428,6 +428,11 @@ class AlignmentRun:
             higher implicit reward: how often the reward DPO learnt agrees with
             the judge on lines it never trained on.
         lines: The trained model's lines at the held-out prompts.
+        drawn_pairs: How many of the training pairs some batch drew (the batches are
+            drawn with replacement: :attr:`llmlab.training.TrainResult.rows_drawn`).
+        drawn_accuracy: :attr:`reward_accuracy` on those pairs only.
+        undrawn_accuracy: :attr:`reward_accuracy` on the training pairs no batch
+            drew (``None`` when every pair was drawn).
     """
 
     corpus: str
@@ -445,6 +450,9 @@ class AlignmentRun:
     rejected_change: float
     held_out_accuracy: float
     lines: LineStats
+    drawn_pairs: int
+    drawn_accuracy: float
+    undrawn_accuracy: float | None
 
 
 def _run_parts(corpus: str, prompts: int, samples: int, seed: int, **_: object) -> list:
@@ -492,6 +500,8 @@ def run_alignment(corpus: str, method: str = "dpo", beta: float = 0.1, steps: in
     policy_logps = data.policy_logps(policy)  # (N, 2)
     logps = policy_logps - data.reference_logps  # (N, 2) log-ratios
     chosen, rejected = data.rewards(policy_logps)
+    drawn = sorted({i for rows in result.rows_drawn for i in rows})  # SFT: the same rows
+    undrawn = sorted(set(range(len(data))) - set(drawn))
     rows = sample_lines(policy, tokenizer, pairs.held_out_prompts, pairs.samples, seed + 1)
     return AlignmentRun(
         corpus=corpus, method=method, beta=beta, steps=steps, batch_size=batch_size,
@@ -501,7 +511,11 @@ def run_alignment(corpus: str, method: str = "dpo", beta: float = 0.1, steps: in
         chosen_change=float(logps[:, 0].mean()), rejected_change=float(logps[:, 1].mean()),
         held_out_accuracy=implicit_reward_accuracy(
             *held_out.rewards(held_out.policy_logps(policy))),
-        lines=_line_stats(corpus, tokenizer, pairs.held_out_prompts, rows, policy, base))
+        lines=_line_stats(corpus, tokenizer, pairs.held_out_prompts, rows, policy, base),
+        drawn_pairs=len(drawn),
+        drawn_accuracy=implicit_reward_accuracy(chosen[drawn], rejected[drawn]),
+        undrawn_accuracy=(implicit_reward_accuracy(chosen[undrawn], rejected[undrawn])
+                          if undrawn else None))
 
 
 @dataclasses.dataclass

@@ -10,6 +10,7 @@ from llmlab.experiments.alignment import AlignmentComparison, AlignmentRun, Pref
 from llmlab.report import Label, Localized, fmt_float, fmt_pct, label, line_plot, table
 
 __all__ = [
+    "agreement_table",
     "halves_figure",
     "lines_table",
     "loss_figure",
@@ -80,6 +81,24 @@ def rewards_table(*runs: AlignmentRun) -> Localized:
                label("与评判一致（留出对）", "agrees with the judge (held-out pairs)")]
     rows = [[run_name(run), fmt_pct(run.reward_accuracy), fmt_float(run.margin, 2),
              fmt_float(run.chosen_change, 2), fmt_float(run.rejected_change, 2),
+             fmt_pct(run.held_out_accuracy)] for run in runs]
+    return table(headers, rows)
+
+
+def agreement_table(*runs: AlignmentRun) -> Localized:
+    """Per run: how often its implicit reward ranks the chosen line first, on the
+    training pairs its batches drew, on the training pairs no batch drew, and on the
+    held-out pairs (at prompts of the base model's validation text)."""
+    if not runs:
+        raise ValueError("runs is empty; expected at least one AlignmentRun")
+    for i, run in enumerate(runs):
+        check_type(f"runs[{i}]", run, AlignmentRun)
+    headers = [label("模型", "model"), label("被抽到的训练对", "training pairs drawn"),
+               label("一致：抽到的", "agrees: drawn"),
+               label("一致：没抽到的", "agrees: never drawn"),
+               label("一致：留出对", "agrees: held-out pairs")]
+    rows = [[run_name(run), f"{run.drawn_pairs} / {run.pairs}", fmt_pct(run.drawn_accuracy),
+             "—" if run.undrawn_accuracy is None else fmt_pct(run.undrawn_accuracy),
              fmt_pct(run.held_out_accuracy)] for run in runs]
     return table(headers, rows)
 
