@@ -1,10 +1,11 @@
 """Train a tiny Llama-style model with DDP on every process ``torchrun`` starts.
 
-    torchrun --nproc_per_node=2 examples/train_ddp.py             # 2 CPUs (gloo)
-    torchrun --nproc_per_node=8 examples/train_ddp.py --steps 50  # 8 GPUs (NCCL)
-    python examples/train_ddp.py                                  # one process
+    torchrun --standalone --nproc_per_node=2 examples/train_ddp.py             # 2 CPUs (gloo)
+    torchrun --standalone --nproc_per_node=8 examples/train_ddp.py --steps 50  # 8 GPUs (NCCL)
+    python examples/train_ddp.py                                               # one process
 
-(On a shared machine, add ``--standalone``: torchrun then picks a free port.)
+(``--standalone`` lets torchrun pick a free port, so that runs on a shared machine do
+not collide.)
 
 The same script, unchanged, on CPUs and GPUs: the backend is NCCL when every
 process has a GPU and gloo otherwise (``--device cpu`` forces gloo). Each rank
