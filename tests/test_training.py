@@ -756,9 +756,9 @@ def test_train_bad_inputs(kwargs, exc, match):
 
 
 def test_row_batches_are_the_documented_draws_of_the_seeded_generator():
-    """What a page may replay (the alignment lecture counts the pairs its runs drew):
-    with ``seed``, step k's rows are the k-th ``torch.randint(0, N, (batch_size,))`` of
-    ``torch.Generator().manual_seed(seed)``, with replacement."""
+    """train's documented draws: with ``seed``, step k's rows are the k-th
+    ``torch.randint(0, N, (batch_size,))`` of ``torch.Generator().manual_seed(seed)``,
+    with replacement (what ``TrainResult.rows_drawn`` records, next test)."""
     from llmlab.training import SupervisedData
 
     drawn: list[list[int]] = []
