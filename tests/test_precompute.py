@@ -405,6 +405,34 @@ def test_a_relative_cache_from_a_subfolder_and_damaged_outputs(tmp_path: Path) -
     assert "up to date" in again.stdout, again.stdout + again.stderr
 
 
+def test_an_example_edited_while_precompute_runs_is_one_line_and_made_next_time(
+        tmp_path: Path) -> None:
+    """The notebook here edits its own file when it runs, as a reader saving it
+    meanwhile would. What runs is the text read when its key was made; the run ends
+    with one line naming the file (no traceback, no report), and the next run
+    executes the new text."""
+    root = _project(tmp_path / "course")
+    edits = ("# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
+             "# %%\nfrom pathlib import Path\n\n"
+             "print('first')  # the text that runs first\n"
+             "_ = Path('nb.py').write_text(Path('nb.py').read_text().replace('first', 'second'))\n")
+    (root / "examples" / "nb.py").write_text(edits, encoding="utf-8")
+    proc = _precompute(root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "nb.py changed while precompute ran" in proc.stderr, proc.stderr
+    cache = root / ".cache" / "llmlab"
+    (executed,) = (cache / "notebooks").glob("*.ipynb")
+    (output,) = json.loads(executed.read_text(encoding="utf-8"))["cells"][0]["outputs"]
+    assert "".join(output["text"]) == "first\n"  # the text read first, not the edited one
+    assert not (cache / "site" / "en" / "notebooks" / "nb.md").exists()
+    assert "second" in (root / "examples" / "nb.py").read_text(encoding="utf-8")
+    proc = _precompute(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = (cache / "site" / "en" / "notebooks" / "nb.md").read_text(encoding="utf-8")
+    assert "second" in page and "first" not in page
+
+
 def test_up_to_date_checks_every_output_and_removes_a_changed_one(tmp_path: Path) -> None:
     from llmlab.build.precompute import output_digests, report_path, up_to_date
 

@@ -106,8 +106,9 @@ def notebook_markdown(nb: Any, name: str, lang: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _execute(path: str, out: str) -> None:
-    """Run the notebook at ``path`` cell by cell in IPython; write it with its outputs.
+def _execute(path: str, out: str, source: str) -> None:
+    """Run the notebook ``source`` (the text of ``path``, as read when its key was
+    made) cell by cell in IPython; write it with its outputs.
 
     Runs in a process of its own (forked on Linux from this one, with torch,
     IPython and matplotlib imported once), in the notebook's folder, as a kernel
@@ -120,7 +121,7 @@ def _execute(path: str, out: str) -> None:
 
     os.chdir(Path(path).parent)
     os.environ["LLMLAB_OUTPUT"] = "markdown"  # print(a table): as the pages print it
-    nb = jupytext.read(path)
+    nb = jupytext.reads(source, fmt="py:percent")
     shell = InteractiveShell.instance()
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         with capture_output() as captured:
@@ -146,17 +147,18 @@ def process_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
-def notebook_key(path: Path) -> str:
-    source = path.read_text(encoding="utf-8")
+def notebook_key(source: str) -> str:
+    """The cache key of a notebook's run: its text, what it calls, the versions."""
     versions = [metadata.version(p) for p in ("torch", "ipython", "jupytext")]
     return hashlib.sha256(json.dumps([source, cache.snippet_hash(source), versions])
                           .encode()).hexdigest()
 
 
-def run_notebook(path: str, out: str) -> float:
-    """Execute the notebook at ``path`` into ``out`` in a fresh process; the seconds."""
+def run_notebook(path: str, out: str, source: str) -> float:
+    """Execute the notebook ``source`` (read from ``path``) into ``out`` in a fresh
+    process; the seconds."""
     start = time.perf_counter()
-    proc = process_context().Process(target=_execute, args=(path, out))
+    proc = process_context().Process(target=_execute, args=(path, out, source))
     proc.start()
     proc.join()
     if proc.exitcode:
@@ -168,6 +170,10 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
     """Write each executed notebook's pages and downloads per language.
 
     ``seconds``: per notebook file name, how long executing it took (this run's).
+
+    Raises:
+        ValueError: A notebook's text is not the one executed (it was edited while
+            precompute ran): naming the file; nothing is written for it.
     """
     import jupytext
     import nbformat
@@ -176,7 +182,10 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
     paths = notebooks(examples)
     report = []
     for path in paths:
-        key = notebook_key(path)
+        key = notebook_key(path.read_text(encoding="utf-8"))
+        if not (executed / f"{key}.ipynb").is_file():
+            raise ValueError(f"{path} changed while precompute ran (what ran is an earlier "
+                             "text of it); run precompute again")
         nb = nbformat.read(executed / f"{key}.ipynb", as_version=4)
         for lang in LANGUAGES:
             site = cache.cache_dir() / "site" / lang / "notebooks"

@@ -274,8 +274,11 @@ def main(argv: list[str] | None = None) -> int:
              f"{time.perf_counter() - start:.0f} s in)")
 
     done, planned = compute_experiments(calls, args.workers, examples, started, finished)
-    books = run_notebooks(examples, {job["name"]: job["seconds"]
-                                     for job in done if "notebook" in job})
+    try:
+        books = run_notebooks(examples, {job["name"]: job["seconds"]
+                                         for job in done if "notebook" in job})
+    except ValueError as error:  # an example edited meanwhile: one line, and no report
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
     done = [job for job in done if "notebook" not in job]
     seconds = {job["key"]: job["seconds"] for job in done}
     pages: dict[str, list[dict[str, Any]]] = {}

@@ -40,7 +40,7 @@ def plan_jobs(call: Call) -> list[dict[str, Any]]:
 
 def _compute(job: dict[str, Any]) -> tuple[str, float | None]:
     if "notebook" in job:
-        return job["key"], run_notebook(job["notebook"], job["out"])
+        return job["key"], run_notebook(job["notebook"], job["out"], job["source"])
     import torch
 
     torch.set_num_threads(1)
@@ -185,12 +185,13 @@ def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], exampl
     folder = cache.cache_dir() / "notebooks"
     jobs, deps = [], {}
     for path in notebooks(examples):
-        out = folder / f"{notebook_key(path)}.ipynb"
+        source = path.read_text(encoding="utf-8")  # read once: the key is of what runs
+        out = folder / f"{notebook_key(source)}.ipynb"
         if out.exists():
             continue
         key = f"notebook:{path.name}"
         jobs.append({"module": "notebook", "name": path.name, "notebook": str(path.resolve()),
-                     "out": str(out), "key": key, "cost": NOTEBOOK_COST, "machine": False,
+                     "source": source, "out": str(out), "key": key, "cost": NOTEBOOK_COST, "machine": False,
                      "parent": True, "rank": render_rank(f"examples/{path.name}")})
         deps[key] = {j["key"] for call, call_jobs in zip(calls, planned)
                      if call.page.endswith(".py") and Path(call.page).name == path.name
