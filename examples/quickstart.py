@@ -33,7 +33,7 @@ import torch
 from IPython.display import display
 
 from llmlab.build.provenance import build_info
-from llmlab.report import label, line_plot, table
+from llmlab.report import bar_plot, label, table
 
 torch.set_num_threads(1)
 display(table([label("字段", "field"), label("值", "value")], build_info().rows()))
@@ -54,16 +54,17 @@ display(table([label("字段", "field"), label("值", "value")], build_info().ro
 # the more peaked the distribution.
 
 # %%
-scores = torch.tensor([2.0, 1.0, 0.5, -1.0])
-series = {}
+scores = torch.tensor([2.0, 1.0, 0.5, -1.0])  # one score per token of a tiny vocabulary
+groups = {}
 for temperature in (0.25, 1.0, 4.0):
     probs = torch.softmax(scores / temperature, dim=-1)
-    series[f"T = {temperature}"] = (list(range(len(scores))), probs.tolist())
+    groups[f"T = {temperature}"] = probs.tolist()
     assert torch.isclose(probs.sum(), torch.tensor(1.0))
-peaks = [max(ys) for _, ys in series.values()]
+peaks = [max(p) for p in groups.values()]
 assert peaks == sorted(peaks, reverse=True)  # smaller T, higher peak
-display(line_plot(series, xlabel=label("token 序号", "token index"),
-                  ylabel=label("概率", "probability"),
-                  alt=label("三种温度下同一组分数的 softmax 概率：温度越低，分布越尖",
-                            "Softmax probabilities of the same scores at three "
-                            "temperatures: the lower the temperature, the sharper")))
+tokens = [label(f"token {i}\n分数 {s:g}", f"token {i}\nscore {s:g}")
+          for i, s in enumerate(scores.tolist())]
+display(bar_plot(groups, tokens, ylabel=label("概率", "probability"),
+                 alt=label("柱状图：四个 token 在三种温度下的 softmax 概率：温度越低，分布越尖",
+                           "Bar chart: the softmax probabilities of four tokens at three "
+                           "temperatures: the lower the temperature, the sharper")))

@@ -469,6 +469,21 @@ CASES: list[Case] = [
     case("line plot width 0", "llmlab.report.line_plot_svg",
          lambda: report.line_plot_svg({"a": ([1], [1])}, width=0), V, "width",
          r"width must be a finite number in \(0, inf\), got 0"),
+    case("bar plot empty groups", "llmlab.report.bar_plot_svg",
+         lambda: report.bar_plot_svg({}, ["a"]), V, "groups",
+         r"groups must hold at least one group, got \{\}"),
+    case("bar plot no categories", "llmlab.report.bar_plot_svg",
+         lambda: report.bar_plot_svg({"a": []}, []), V, "categories",
+         r"categories must hold at least one label, got \[\]"),
+    case("bar plot a value short", "llmlab.report.bar_plot",
+         lambda: report.bar_plot({"T = 1": [0.5]}, ["a", "b"], alt=report.label("图", "figure")),
+         V, "groups", r"groups\['T = 1'\] must have a value per category \(2\), got 1"),
+    case("bar plot a NaN", "llmlab.report.bar_plot_svg",
+         lambda: report.bar_plot_svg({"a": [float("nan")]}, ["x"]), V, "groups",
+         r"groups\['a'\]\[0\] must be a finite number"),
+    case("bar plot categories a string", "llmlab.report.bar_plot_svg",
+         lambda: report.bar_plot_svg({"a": [1.0]}, "x"), T, "categories",
+         r"categories must be a list of x labels, got str"),
     case("img_tag bytes", "llmlab.report.img_tag", lambda: report.img_tag(b"<svg/>", alt="x"),
          T, "svg", r"svg must be SVG text \(str\), got bytes"),
     case("figure not callable", "llmlab.report.figure",
@@ -580,6 +595,8 @@ GOOD: list[tuple[str, Callable[[], object]]] = [
     ("table from a generator", lambda: "| x |" in report.table(
         ["a"], ([c] for c in "x")).render("en")),
     ("heatmap 1 x 1", lambda: report.heatmap_svg([[1.0]], lang="en")),
+    ("bar plot, one bar", lambda: "<!-- x -->" in report.bar_plot_svg({"a": [1]}, ["x"],
+                                                                     lang="en")),
 ]
 
 # Public names without a bad-input case, and why.

@@ -58,6 +58,8 @@ __all__ = [
     "OUTPUT_MODES",
     "Label",
     "Localized",
+    "bar_plot",
+    "bar_plot_svg",
     "cjk_font",
     "figure",
     "fmt_float",
@@ -637,6 +639,47 @@ def line_plot_svg(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]],
     return _draw(lang, width, height, draw)
 
 
+def bar_plot_svg(groups: Mapping[Any, Sequence[float]], categories: Sequence[Any], *,
+                 title: Any = None, xlabel: Any = None, ylabel: Any = None,
+                 width: float = 6.0, height: float = 3.6, lang: str | None = None) -> str:
+    """Grouped bars as SVG text, labels in ``lang``: at each of ``categories`` (the x
+    ticks), one bar per group ``{name: values}`` (the legend), a value per category."""
+    lang = language(lang)
+    _check_groups(groups, categories)
+    check_finite_float("width", width, minimum=0.0, open_min=True)
+    check_finite_float("height", height, minimum=0.0, open_min=True)
+    bar = 0.8 / len(groups)  # the groups share 0.8 of each category's width
+
+    def draw(fig: Any, ax: Any) -> None:
+        for j, (name, values) in enumerate(groups.items()):
+            xs = [i + (j - (len(groups) - 1) / 2) * bar for i in range(len(categories))]
+            ax.bar(xs, list(values), width=bar, label=text(name, lang))
+        ax.set_xticks(range(len(categories)), labels=[text(c, lang) for c in categories])
+        _titles(ax, lang, title, xlabel, ylabel)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(frameon=False, fontsize=8)
+
+    return _draw(lang, width, height, draw)
+
+
+# a local composite (a dict of values per category), built from llmlab.checks
+def _check_groups(groups: object, categories: object) -> None:
+    check_type("categories", categories, (list, tuple), expected="a list of x labels")
+    if not categories:
+        raise ValueError("categories must hold at least one label, got []")
+    check_type("groups", groups, Mapping, expected="a dict of name -> values")
+    if not groups:
+        raise ValueError("groups must hold at least one group, got {}")
+    for name, values in groups.items():
+        where = f"groups[{text(name)!r}]"
+        check_type(where, values, (list, tuple), expected="a list of numbers")
+        if len(values) != len(categories):
+            raise ValueError(f"{where} must have a value per category ({len(categories)}), "
+                             f"got {len(values)}")
+        for i, value in enumerate(values):
+            check_finite_float(f"{where}[{i}]", value)
+
+
 # a local composite (a dict of (xs, ys) pairs), built from llmlab.checks
 def _check_series(series: object) -> None:
     check_type("series", series, Mapping, expected="a dict of name -> (xs, ys)")
@@ -692,6 +735,14 @@ def heatmap(matrix: Any, *args: Any, alt: Label, **kwargs: Any) -> Localized:
         raise ValueError(f"matrix must be 2-D, got shape {np.shape(matrix)}")
     return figure(lambda lang: heatmap_svg(matrix, *args, **kwargs, lang=lang), alt,
                   data=[matrix, args])
+
+
+def bar_plot(groups: Mapping[Any, Sequence[float]], categories: Sequence[Any], *,
+             alt: Label, **kwargs: Any) -> Localized:
+    """:func:`bar_plot_svg` as a :func:`figure`."""
+    _check_groups(groups, categories)
+    return figure(lambda lang: bar_plot_svg(groups, categories, **kwargs, lang=lang), alt,
+                  data=[list(groups.values()), [text(c, "en") for c in categories]])
 
 
 def line_plot(series: Mapping[Any, tuple[Sequence[float], Sequence[float]]], *,

@@ -51,6 +51,7 @@ from llmlab.report import (
     Label,
     Localized,
     _draw,
+    bar_plot_svg,
     figure,
     fmt_float,
     fmt_int,
@@ -842,24 +843,16 @@ def next_token_figure(r: SamplingResult) -> Localized:
     """Grouped bars: the probability of the most likely next tokens under each rule."""
     check_type("r", r, SamplingResult)
     tokens = [token_name(t) for t in r.top_tokens]
-    n_rules = len(r.distribution_rules)
-    width = 0.8 / n_rules
+    shown = r.prompt.replace(chr(10), "↵")
 
     def make(lang: str) -> str:
-        def draw(fig: Any, ax: Any) -> None:
-            for j, (rule, probs) in enumerate(zip(r.distribution_rules, r.distributions)):
-                xs = [i + (j - (n_rules - 1) / 2) * width for i in range(len(tokens))]
-                ax.bar(xs, probs, width=width, label=text(RULE_NAMES[rule], lang))
-            ax.set_xticks(range(len(tokens)), labels=tokens)
-            ax.set_xlabel(text(label(f"“{r.prompt.replace(chr(10), '↵')}”之后最可能的"
-                                     f" {len(tokens)} 个 token",
-                                     f"the {len(tokens)} likeliest tokens after "
-                                     f"“{r.prompt.replace(chr(10), '↵')}”"), lang))
-            ax.set_ylabel(text(label("下一个 token 的概率", "next-token probability"), lang))
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.legend(frameon=False, fontsize=8)
-
-        return _draw(lang, 6.4, 3.4, draw)
+        return bar_plot_svg(
+            {RULE_NAMES[rule]: probs for rule, probs in zip(r.distribution_rules,
+                                                              r.distributions)}, tokens,
+            xlabel=label(f"“{shown}”之后最可能的 {len(tokens)} 个 token",
+                         f"the {len(tokens)} likeliest tokens after “{shown}”"),
+            ylabel=label("下一个 token 的概率", "next-token probability"),
+            width=6.4, height=3.4, lang=lang)
 
     return figure(make, data=[r.top_tokens, r.distributions], alt=label(
         f"柱状图：在 {len(tokens)} 个最可能的下一个 token 上，各条采样规则给出的概率",
