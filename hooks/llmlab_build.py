@@ -10,7 +10,8 @@ hooks can call too.
    and HTML kept in memory and on disk (an unchanged build or a prose edit under
    ``serve`` runs no block); the English twin runs right after the Chinese.
 3. Notebook pages are stubs that include (``pymdownx.snippets``) the Markdown
-   precompute wrote per language; their downloads are copied next to them.
+   precompute wrote per language; their downloads are copied next to them, their
+   links to the site's pages made full addresses.
 4. Each page's HTML goes through ``llmlab.build.html`` (also runnable on a built site):
    Chinese line breaks joined, slim code blocks, MathML, figures as files; search
    indexes a copy with only the tags it keeps (an unchanged page is not done again).
@@ -25,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -231,10 +231,14 @@ def on_post_build(config: Any) -> None:
     transforms.write_figures(site, STATE["figures"])
     for language in transforms.LANGUAGES:  # 3. the notebooks' downloads, next to their pages
         prefix = "" if language == transforms.LANGUAGES[0] else f"{language}/"
+        root = (config.site_url or "/").rstrip("/") + "/" + prefix
         for path in (STATE["cache"] / "site" / language / "notebooks").glob("*.*"):
             if path.suffix in (".ipynb", ".py") and (site / prefix / "notebooks").is_dir():
                 (site / prefix / "notebooks" / path.stem).mkdir(exist_ok=True)
-                shutil.copyfile(path, site / prefix / "notebooks" / path.stem / path.name)
+                (site / prefix / "notebooks" / path.stem / path.name).write_text(
+                    transforms.download_links(path.read_text(encoding="utf-8"),
+                                              f"notebooks/{path.stem}.md", root),
+                    encoding="utf-8")
     transforms.language_sitemaps(site)
     report = blocks.build_report(STATE["blocks"], time.perf_counter() - STATE["started"],
                                  STATE["precompute"])

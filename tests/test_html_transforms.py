@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, search_sections
-from llmlab.build.html import (FIGURES, code_blocks, figure_files, join_cjk_lines,
+from llmlab.build.html import (FIGURES, code_blocks, download_links, figure_files,
+                               join_cjk_lines,
                                language_links, main, mathml, name_search_dialog, root_prefix,
                                search_copy, transform_content, transform_site)
 
@@ -179,6 +180,26 @@ def test_language_links_point_at_the_language_roots() -> None:
                    '<link rel="alternate" href="/fr/x/" hreflang="fr"></head>'
                    '<body><link rel="alternate" href="/lectures/x/" hreflang="zh"></body>')
     assert language_links(out, "https://example.org/llm-lab/") == out
+
+
+def test_download_links_become_the_pages_full_addresses() -> None:
+    """A notebook download is read outside the site: its links to the docs' pages
+    become full addresses under the language's root; other links stay."""
+    text = ("[训练](../lectures/training.md) [β](../lectures/alignment.md#三个-β-下的-dpo) "
+            "[home](../index.md) [glossary](../reference/index.md#a) [same](other.md) "
+            "[web](https://example.org/x.md) [here](#cell) [out](../../README.md) "
+            "[root](/lectures/x.md) [py](../lectures/training.py)")
+    out = download_links(text, "notebooks/quickstart.md", "https://example.org/llm-lab/en")
+    base = "https://example.org/llm-lab/en/"
+    assert out == (f"[训练]({base}lectures/training/) "
+                   f"[β]({base}lectures/alignment/#三个-β-下的-dpo) [home]({base}) "
+                   f"[glossary]({base}reference/#a) [same]({base}notebooks/other/) "
+                   "[web](https://example.org/x.md) [here](#cell) [out](../../README.md) "
+                   "[root](/lectures/x.md) [py](../lectures/training.py)")
+    assert download_links(out, "notebooks/quickstart.md", base) == out  # once is all
+    # in an .ipynb, the links sit in JSON strings as they are
+    assert download_links('"see [x](../lectures/a.md)\\n"', "notebooks/n.md", "/") == (
+        '"see [x](/lectures/a/)\\n"')
 
 
 def test_the_search_dialog_gets_a_name_once() -> None:

@@ -138,9 +138,20 @@ def test_notebooks_per_language(built_site, name: str) -> None:
         article = soup.select_one("article")
         assert article.select("div.highlight"), f"{lang} {name}: no code"
         assert "# %%" not in article.get_text(), f"{lang} {name}: raw jupytext shown"
+        base = (built_site.site_url or f"http://127.0.0.1:{built_site.port}{built_site.subpath}"
+                ) + prefix
         for ext in ("ipynb", "py"):  # the downloads, in this language
             assert article.select_one(f'a[href="{name}.{ext}"][download]'), (lang, name, ext)
-            assert (built_site.site_dir / f"{prefix}notebooks/{name}/{name}.{ext}").is_file()
+            download = built_site.site_dir / f"{prefix}notebooks/{name}/{name}.{ext}"
+            text = download.read_text(encoding="utf-8")
+            # read outside the site: its links to the pages are full addresses of built pages
+            assert not re.search(r"\]\((?![a-z]+:)[^()\s]*\.md\b", text), (lang, name, ext)
+            links = re.findall(rf"\]\({re.escape(base)}([^()#\s]*)(#[^()\s]*)?\)", text)
+            assert links, (lang, name, ext)  # every notebook links to its lecture
+            for path, anchor in links:
+                target = built_site.site_dir / prefix / path / "index.html"
+                assert target.is_file(), (lang, name, ext, path)
+                assert not anchor or f'id="{anchor[1:]}"' in target.read_text("utf-8"), anchor
         pages[lang] = article
     code = {lang: [d.get_text() for d in a.select("div.language-python")]
             for lang, a in pages.items()}

@@ -30,7 +30,7 @@ from llmlab.build import provenance
 from llmlab.functional import causal_mask, scaled_dot_product_attention, softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.params import count_parameters
-from llmlab.build import course
+from llmlab.build import course, html
 from llmlab.build.precompute import computation_table
 
 from bad_inputs import NAN, T, V, Case, case, _gpt2_lm, _ids, _llama_lm, _x
@@ -494,6 +494,13 @@ CASES: list[Case] = [
          r"fig must be a Matplotlib Figure, got str"),
     case("computation_table page 3", "llmlab.build.precompute.computation_table",
          lambda: computation_table(3), T, "page", r"page must be a str"),
+    # --- llmlab.build.html ----------------------------------------------------------------
+    case("download_links of bytes", "llmlab.build.html.download_links",
+         lambda: html.download_links(b"](x.md)", "notebooks/a.md", "/"), T, "text",
+         r"text must be a str"),
+    case("download_links no page", "llmlab.build.html.download_links",
+         lambda: html.download_links("](x.md)", "", "/"), V, "page",
+         r"page must be a non-empty str, got ''"),
     # --- llmlab.build.course --------------------------------------------------------------
     case("course_pages of a number", "llmlab.build.course.course_pages",
          lambda: course.course_pages(3), T, "root", r"root must be a folder \(str or Path\)"),

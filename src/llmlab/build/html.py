@@ -14,6 +14,8 @@ builder without hooks (Zensical): ``python -m llmlab.build.html site-zensical``.
 * :func:`search_copy`: the copy of a page that Material's search indexes;
 * :func:`language_links` and :func:`name_search_dialog`: the ``<head>``'s language
   links point at the language roots; the search dialog has an accessible name.
+* :func:`download_links`: a notebook's downloads link to the site's pages by their
+  full address (the files are read outside the site).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import base64
 import hashlib
 import itertools
+import posixpath
 import re
 import shutil
 import sys
@@ -31,7 +34,8 @@ from pathlib import Path
 from llmlab.checks import check_str
 from llmlab.report import LANGUAGES
 
-__all__ = ["FIGURES", "code_blocks", "figure_files", "join_cjk_lines", "language_links",
+__all__ = ["FIGURES", "code_blocks", "download_links", "figure_files", "join_cjk_lines",
+           "language_links",
            "language_sitemaps", "main", "mathml", "name_search_dialog", "root_prefix",
            "search_copy", "transform_content", "transform_site", "write_figures"]
 
@@ -199,6 +203,34 @@ def language_links(page: str, site_url: str) -> str:
 
     head, sep, body = page.partition("</head>")
     return _HEAD_ALTERNATE.sub(root, head) + sep + body
+
+
+# a Markdown link to a page of the docs, relative: ](../lectures/x.md#anchor)
+_PAGE_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|/|#)([^()\s#]+)\.md(#[^()\s]*)?\)")
+
+
+def download_links(text: str, page: str, site_url: str) -> str:
+    """``text``, a file a reader downloads from ``page`` (its path in the language's
+    docs, ``notebooks/x.md``), with each relative Markdown link to a page of the
+    docs (``](../lectures/training.md#sampling)``) made the page's full address
+    under ``site_url``, the language's root (``](https://…/en/lectures/training/#sampling)``):
+    read outside the site, a relative link leads nowhere. Links that leave the docs
+    are left as they are.
+    """
+    check_str("text", text)
+    check_str("page", page, nonempty=True)
+    check_str("site_url", site_url, nonempty=True)
+    base, folder = site_url.rstrip("/") + "/", posixpath.dirname(page)
+
+    def full(match: re.Match[str]) -> str:
+        path = posixpath.normpath(posixpath.join(folder, match[1]))
+        if path.startswith("../") or path == "..":
+            return match[0]
+        path = "" if path in {".", "index"} else path.removesuffix("index") if (
+            path.endswith("/index")) else f"{path}/"
+        return f"]({base}{path}{match[2] or ''})"
+
+    return _PAGE_LINK.sub(full, text)
 
 
 def name_search_dialog(page: str, language: str | None) -> str:
