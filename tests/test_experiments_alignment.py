@@ -19,6 +19,7 @@ from llmlab.experiments.alignment import (
     run_alignment_comparison,
     run_preference_pairs,
     sample_lines,
+    two_standard_errors,
 )
 from llmlab.pretrained import card, load, training_text
 from llmlab.report import alignment as report
@@ -55,6 +56,28 @@ def test_prompts_are_lines_from_their_part_of_the_corpus(corpus):
     assert not set(train) & set(held)
     if corpus == "shakespeare":
         assert not any(p.rstrip("\n").endswith(":") for p in train + held)
+
+
+def test_two_standard_errors_are_the_formula_and_hold_about_95_percent():
+    """The page's noise: 2·√(p(1 − p)/n), and for a difference 2·√(p(1 − p)/n +
+    q(1 − q)/m); largest at ½. Shares drawn from the binomial fall outside it about
+    4.6% of the time (the normal approximation's two-sided 2σ)."""
+    assert two_standard_errors(256) == pytest.approx(2 * (0.25 / 256) ** 0.5)
+    assert two_standard_errors(256, m=256) == pytest.approx(2 * (0.5 / 256) ** 0.5)
+    assert two_standard_errors(100, 0.9, m=50, q=0.6) == pytest.approx(
+        2 * (0.9 * 0.1 / 100 + 0.6 * 0.4 / 50) ** 0.5)
+    assert two_standard_errors(100, 0.3, m=100) == two_standard_errors(100, 0.3, m=100, q=0.3)
+    assert two_standard_errors(64, 1.0) == 0.0  # a share that cannot vary
+    assert all(two_standard_errors(90, p) < two_standard_errors(90) for p in (0.1, 0.3, 0.7))
+    generator = torch.Generator().manual_seed(0)
+    n, p, m, q = 256, 0.3, 128, 0.5
+    shares = torch.bernoulli(torch.full((20_000, n), p), generator=generator).mean(1)
+    others = torch.bernoulli(torch.full((20_000, m), q), generator=generator).mean(1)
+    outside = ((shares - p).abs() > two_standard_errors(n, p)).float().mean()
+    assert 0.03 < outside < 0.065
+    differences = (shares - others) - (p - q)
+    outside = (differences.abs() > two_standard_errors(n, p, m=m, q=q)).float().mean()
+    assert 0.03 < outside < 0.065
 
 
 def test_sample_lines_stop_at_the_newline_and_repeat_with_the_seed():

@@ -161,6 +161,16 @@ CASES += [
          r"reference must have shape \(pairs=1, two=2\), got shape \(2, 2\): pairs is 2, "
          r"expected pairs = 1"),
     # --- llmlab.experiments.alignment ----------------------------------------------
+    case("two_standard_errors of no lines", "llmlab.experiments.alignment.two_standard_errors",
+         lambda: ex.two_standard_errors(0), V, "n", r"n must be an int >= 1, got 0"),
+    case("two_standard_errors of a share above 1",
+         "llmlab.experiments.alignment.two_standard_errors",
+         lambda: ex.two_standard_errors(10, 1.5), V, "p", r"p must be a finite number in \[0"),
+    case("two_standard_errors q without m", "llmlab.experiments.alignment.two_standard_errors",
+         lambda: ex.two_standard_errors(10, q=0.3), V, "m",
+         r"m is None but q is given; expected m"),
+    case("two_standard_errors m 0", "llmlab.experiments.alignment.two_standard_errors",
+         lambda: ex.two_standard_errors(10, m=0), V, "m", r"m must be an int >= 1, got 0"),
     case("prefers of a corpus not shipped", "llmlab.experiments.alignment.prefers",
          lambda: ex.prefers("odes", "x"), V, "corpus", r"corpus must be one of"),
     case("prefers of bytes", "llmlab.experiments.alignment.prefers",
