@@ -47,8 +47,9 @@ HASHES: dict[tuple[str, str], str] = {}  # (llmlab source, code) -> the code's s
 STATE: dict[str, Any] = {}  # this build
 _TMP: list[Any] = []  # the cache folder of LLMLAB_CACHE=0 builds, removed at exit
 LOG = logging.getLogger("mkdocs.plugins.llmlab")
-# llmlab.build.blocks and llmlab.build.html, imported anew by each build (on_pre_build)
+# llmlab.build.blocks, .html and .notebooks, imported anew by each build (on_pre_build)
 blocks: Any = None
+notebooks: Any = None
 transforms: Any = None
 
 
@@ -132,7 +133,7 @@ def on_config(config: Any) -> Any:
 
 @event_priority(100)
 def on_pre_build(config: Any) -> None:
-    global blocks, transforms
+    global blocks, notebooks, transforms
     # static-i18n builds the other languages inside the first one's on_post_build:
     # the builds nest, and the outer one is where this build's work is done
     STATE["depth"] = STATE.get("depth", 0) + 1
@@ -144,7 +145,7 @@ def on_pre_build(config: Any) -> None:
     STATE.update(depth=1, cache=_cache_dir(), figures={}, content={}, pages=set(),
                  started=time.perf_counter())
     _start_precompute(config)
-    from llmlab.build import blocks, html as transforms
+    from llmlab.build import blocks, html as transforms, notebooks
     from llmlab.build.cache import source_hash
 
     STATE["blocks"] = blocks.Blocks(
@@ -229,16 +230,8 @@ def on_post_build(config: Any) -> None:
         del PAGES[key]
     site = Path(config.site_dir)
     transforms.write_figures(site, STATE["figures"])
-    for language in transforms.LANGUAGES:  # 3. the notebooks' downloads, next to their pages
-        prefix = "" if language == transforms.LANGUAGES[0] else f"{language}/"
-        root = (config.site_url or "/").rstrip("/") + "/" + prefix
-        for path in (STATE["cache"] / "site" / language / "notebooks").glob("*.*"):
-            if path.suffix in (".ipynb", ".py") and (site / prefix / "notebooks").is_dir():
-                (site / prefix / "notebooks" / path.stem).mkdir(exist_ok=True)
-                (site / prefix / "notebooks" / path.stem / path.name).write_text(
-                    transforms.download_links(path.read_text(encoding="utf-8"),
-                                              f"notebooks/{path.stem}.md", root),
-                    encoding="utf-8")
+    # 3. the notebooks' downloads, next to their pages
+    notebooks.write_downloads(site, STATE["cache"], config.site_url or "/")
     transforms.language_sitemaps(site)
     report = blocks.build_report(STATE["blocks"], time.perf_counter() - STATE["started"],
                                  STATE["precompute"])

@@ -30,10 +30,11 @@ from llmlab.build import provenance
 from llmlab.functional import causal_mask, scaled_dot_product_attention, softmax
 from llmlab.layers import Embedding, Linear, trunc_normal_std
 from llmlab.params import count_parameters
-from llmlab.build import course, html
+from llmlab.build import course, html, languages, notebooks
 from llmlab.build.precompute import computation_table
 
 from bad_inputs import NAN, T, V, Case, case, _gpt2_lm, _ids, _llama_lm, _x
+from pages import ROOT
 
 F = "llmlab.functional"
 L = "llmlab.layers"
@@ -501,6 +502,21 @@ CASES: list[Case] = [
     case("download_links no page", "llmlab.build.html.download_links",
          lambda: html.download_links("](x.md)", "", "/"), V, "page",
          r"page must be a non-empty str, got ''"),
+    case("language_config of a language the site lacks",
+         "llmlab.build.languages.language_config",
+         lambda: languages.language_config(ROOT, "fr", "/", "out"), V, "lang",
+         r"lang must be one of 'zh', 'en', got 'fr'"),
+    case("language_config outside a course", "llmlab.build.languages.language_config",
+         lambda: languages.language_config("/", "en", "/", "out"), V, "root",
+         r"root must be the course's folder \(with mkdocs.yml\), got /"),
+    case("language_prefix of None", "llmlab.build.languages.language_prefix",
+         lambda: languages.language_prefix(None), V, "lang", r"lang must be one of"),
+    case("write_downloads no address", "llmlab.build.notebooks.write_downloads",
+         lambda: notebooks.write_downloads("site", "cache", ""), V, "site_url",
+         r"site_url must be a non-empty str, got ''"),
+    case("write_downloads site a number", "llmlab.build.notebooks.write_downloads",
+         lambda: notebooks.write_downloads(3, "cache", "/"), T, "site_dir",
+         r"site_dir must be a folder \(str or Path\), got int"),
     # --- llmlab.build.course --------------------------------------------------------------
     case("course_pages of a number", "llmlab.build.course.course_pages",
          lambda: course.course_pages(3), T, "root", r"root must be a folder \(str or Path\)"),

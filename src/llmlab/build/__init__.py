@@ -13,6 +13,8 @@ The package imports the report layer, never the reverse. Its modules:
 * :mod:`~llmlab.build.html`: the transforms of the finished HTML (the hook's, and
   ``python -m llmlab.build.html`` over a built site);
 * :mod:`~llmlab.build.course`: the lecture list, from the navigation and the pages;
+* :mod:`~llmlab.build.languages`: one config per language, for a builder without
+  static-i18n (``scripts/build-zensical.sh``);
 * :mod:`~llmlab.build.provenance`: what built the site (commit, versions, machine).
 
 Nothing is imported here, so that ``from llmlab.build.cache import cached`` loads

@@ -22,7 +22,7 @@ from typing import Any
 from llmlab.build import cache
 from llmlab.report import LANGUAGES, img_tag
 
-__all__ = ["notebook_key", "notebook_markdown", "notebooks", "output_markdown", "process_context", "run_notebook", "run_notebooks", "split_notebook"]
+__all__ = ["notebook_key", "notebook_markdown", "notebooks", "output_markdown", "process_context", "run_notebook", "run_notebooks", "split_notebook", "write_downloads"]
 
 
 def notebooks(examples: str | Path) -> list[Path]:
@@ -200,3 +200,38 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
         report.append({"notebook": path.name, "key": key[:16], "file": f"{key}.ipynb",
                        "seconds": seconds.get(path.name)})
     return report
+
+
+def write_downloads(site_dir: str | Path, cache_dir: str | Path, site_url: str) -> int:
+    """Put each notebook's downloads next to its page in a built site; the files written.
+
+    The ``.ipynb`` and ``.py`` files :func:`run_notebooks` wrote per language under
+    ``cache_dir/site/<lang>/notebooks/`` go to ``<prefix>notebooks/<name>/`` in
+    ``site_dir`` (:func:`llmlab.build.languages.language_prefix`), with their links to
+    the site's pages made full addresses under ``site_url``
+    (:func:`llmlab.build.html.download_links`). A language whose ``notebooks/`` the
+    site does not have is skipped. The build hook calls it after the pages; so can a
+    builder without hooks.
+    """
+    from llmlab.build.html import download_links
+    from llmlab.build.languages import language_prefix
+    from llmlab.checks import check_str, check_type
+
+    check_type("site_dir", site_dir, (str, Path), expected="a folder (str or Path)")
+    check_type("cache_dir", cache_dir, (str, Path), expected="a folder (str or Path)")
+    check_str("site_url", site_url, nonempty=True)
+    site, written = Path(site_dir), 0
+    for lang in LANGUAGES:
+        prefix = language_prefix(lang)
+        pages = site / prefix / "notebooks"
+        if not pages.is_dir():
+            continue
+        root = site_url.rstrip("/") + "/" + prefix
+        for path in sorted((Path(cache_dir) / "site" / lang / "notebooks").glob("*.*")):
+            if path.suffix in (".ipynb", ".py"):
+                (pages / path.stem).mkdir(exist_ok=True)
+                (pages / path.stem / path.name).write_text(
+                    download_links(path.read_text(encoding="utf-8"),
+                                   f"notebooks/{path.stem}.md", root), encoding="utf-8")
+                written += 1
+    return written
