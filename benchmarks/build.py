@@ -16,6 +16,9 @@ never touch your checkout):
 * warm build: the same build again, nothing changed;
 * build efficiency: the CPU seconds the experiments took (each computed on one
   thread) ÷ cores ÷ the cold build's wall time; 1.0 would be no overhead at all;
+* per page: the CPU seconds of the experiments each page calls, a part that several
+  of its calls share counted once (the total of the page's "Computation on this
+  page" table), the figure a lecture's budget is written in;
 * serve: seconds until a prose edit shows (repeated), and after an edit to
   ``src/llmlab/feed_forward.py`` which experiments were recomputed (only those
   that import it should be);
@@ -115,6 +118,17 @@ def _experiment_seconds(report: dict) -> tuple[float, float]:
             sum(n["seconds"] or 0.0 for n in pre["notebooks"]))
 
 
+def _page_seconds(report: dict) -> dict[str, float]:
+    """Per page, the CPU seconds of the experiments its calls computed, each once."""
+    out = {}
+    for page, calls in report["precompute"]["pages"].items():
+        jobs: dict[str, float] = {}
+        for call in calls:
+            jobs.update(call["computed"])
+        out[page] = sum(seconds or 0.0 for seconds in jobs.values())
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -202,6 +216,7 @@ def main() -> None:
         tmp = Path(name)
         tree = _copy_tree(tmp / "tree")
         cold, warm, seed, ratios, efficiency, experiments, notebooks = [], [], [], [], [], [], []
+        pages: dict[str, list[float]] = {}
         for i in range(0 if args.skip_builds else args.reps):
             build = _build(tree, tmp / f"cache-{i}", tmp / f"site-cold-{i}")
             cold.append(build["seconds"])
@@ -209,6 +224,8 @@ def main() -> None:
             experiments.append(exp)
             notebooks.append(nb)
             efficiency.append(exp / cores / build["seconds"])
+            for page, seconds in _page_seconds(build["report"]).items():
+                pages.setdefault(page, []).append(seconds)
             if args.seed.is_file():
                 seed.append(_seed(tree, tmp, args.seed))
                 ratios.append(cold[-1] / seed[-1])
@@ -241,6 +258,12 @@ def main() -> None:
     print(f"\n{'measure':<26}{'median':>10}{'min':>10}{'max':>10}")
     for label, st in rows:
         print(f"{label:<26}{st['median']:>10.2f}{st['min']:>10.2f}{st['max']:>10.2f}")
+    if pages:
+        results["pages, experiments CPU (s)"] = {p: _stats(xs) for p, xs in pages.items()}
+        print(f"\n{'page: experiments, CPU (s)':<44}{'median':>10}{'min':>10}{'max':>10}")
+        for page, xs in sorted(pages.items(), key=lambda item: -statistics.median(item[1])):
+            st = _stats(xs)
+            print(f"{page:<44}{st['median']:>10.2f}{st['min']:>10.2f}{st['max']:>10.2f}")
     if "serve" in results:
         serve = results["serve"]
         print(f"{'serve: src edit (s)':<26}{serve['source_edit_s']:>10.2f}")
