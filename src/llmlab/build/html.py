@@ -31,13 +31,14 @@ import sys
 from html import unescape
 from pathlib import Path
 
+from llmlab.build.languages import language_prefix
 from llmlab.checks import check_str
 from llmlab.report import LANGUAGES
 
 __all__ = ["FIGURES", "code_blocks", "download_links", "figure_files", "join_cjk_lines",
-           "language_links",
-           "language_sitemaps", "main", "mathml", "name_search_dialog", "root_prefix",
-           "search_copy", "transform_content", "transform_site", "write_figures"]
+           "language_links", "language_sitemaps", "main", "mathml", "name_search_dialog",
+           "root_prefix", "search_copy", "transform_content", "transform_site",
+           "write_figures"]
 
 FIGURES = "assets/figures"  # where figure_files' files go, under the site's root
 
@@ -198,7 +199,7 @@ def language_links(page: str, site_url: str) -> str:
 
     def root(match: re.Match[str]) -> str:
         language = match.group(1)
-        href = base + ("" if language == LANGUAGES[0] else f"{language}/")
+        href = base + language_prefix(language)  # the pattern matches our languages only
         return f'<link rel="alternate" href="{href}" hreflang="{language}">'
 
     head, sep, body = page.partition("</head>")
@@ -226,8 +227,12 @@ def download_links(text: str, page: str, site_url: str) -> str:
         path = posixpath.normpath(posixpath.join(folder, match[1]))
         if path.startswith("../") or path == "..":
             return match[0]
-        path = "" if path in {".", "index"} else path.removesuffix("index") if (
-            path.endswith("/index")) else f"{path}/"
+        if path in {".", "index"}:  # the home page: the root
+            path = ""
+        elif path.endswith("/index"):  # a section's index page: its folder
+            path = path.removesuffix("index")
+        else:  # a page: its folder (MkDocs' directory URLs)
+            path += "/"
         return f"]({base}{path}{match[2] or ''})"
 
     return _PAGE_LINK.sub(full, text)
