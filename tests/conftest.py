@@ -206,7 +206,8 @@ def write_mini_site(root: Path, pages: dict[str, str], notebooks: dict[str, str]
         for lang in ("zh", "en"):
             stub = docs / lang / "notebooks" / f"{stem}.md"
             stub.parent.mkdir(parents=True, exist_ok=True)
-            stub.write_text(f'--8<-- "{lang}/notebooks/{stem}.md"\n', encoding="utf-8")
+            stub.write_text(f"---\nsummary: the notebook {stem} ({lang})\n---\n\n"
+                            f'--8<-- "{lang}/notebooks/{stem}.md"\n', encoding="utf-8")
     (docs / "assets").symlink_to(ROOT / "docs" / "assets", target_is_directory=True)
     text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     text = text.replace("docs_dir: docs", f"docs_dir: {docs}")

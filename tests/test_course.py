@@ -54,6 +54,48 @@ def test_the_course_lists_every_lecture_with_its_own_title() -> None:
         assert page.summary["zh"] != page.summary["en"]  # each in its own language
 
 
+NOTEBOOK = ('# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n'
+            '# %% [markdown] lang="zh"\n# # 第{n}本\n#\n# 说明。\n\n'
+            '# %% [markdown] lang="en"\n# # Notebook {n}\n#\n# About it.\n\n# %%\nx = {n}\n')
+
+
+def test_the_notebook_list_follows_the_navigation_with_each_notebooks_own_title(
+        tmp_path: Path) -> None:
+    """A notebook's page is a stub: its title is the notebook's first heading in the
+    language, its summary the stub's front matter; a lecture is not in this list."""
+    root = _course(tmp_path, {"lectures/a.md": ("A", "first")},
+                   nav=["lectures/a.md", "notebooks/two.md", "notebooks/one.md"])
+    (root / "examples").mkdir()
+    for n, name in ((1, "one"), (2, "two")):
+        (root / "examples" / f"{name}.py").write_text(NOTEBOOK.format(n=n), encoding="utf-8")
+        for lang in ("zh", "en"):
+            stub = root / "docs" / lang / "notebooks" / f"{name}.md"
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.write_text(f"---\nsummary: does {n} ({lang})\n---\n\n"
+                            f'--8<-- "{lang}/notebooks/{name}.md"\n', encoding="utf-8")
+    listed = course.notebook_contents(root)
+    assert listed.render("zh") == ("- [第2本](notebooks/two.md)：does 2 (zh)\n"
+                                   "- [第1本](notebooks/one.md)：does 1 (zh)")
+    assert listed.render("en") == ("- [Notebook 2](notebooks/two.md): does 2 (en)\n"
+                                   "- [Notebook 1](notebooks/one.md): does 1 (en)")
+    assert [p.path for p in course.course_pages(root)] == ["lectures/a.md"]
+    (root / "examples" / "one.py").unlink()
+    with pytest.raises(ValueError, match=r"notebooks/one\.md is a notebook's page, but .*"
+                                         r"examples/one\.py does not exist"):
+        course.notebook_contents(root)
+
+
+def test_the_home_page_lists_every_notebook_of_the_nav() -> None:
+    pages = course.course_pages(ROOT, notebooks=True)
+    examples = sorted(p.stem for p in (ROOT / "examples").glob("*.py")
+                      if p.read_text(encoding="utf-8").startswith("# ---\n# jupyter:"))
+    assert sorted(p.path for p in pages) == [f"notebooks/{name}.md" for name in examples]
+    for page in pages:
+        assert page.summary["zh"] != page.summary["en"]  # each in its own language
+    for lang in ("zh", "en"):
+        assert f'--8<-- "{lang}/notebooks.md"' in read_page(lang, "index.md")
+
+
 def test_the_site_builds_the_languages_the_code_lists() -> None:
     """mkdocs.yml's i18n locales are llmlab.report.LANGUAGES, the default first (the
     YAML cannot import the list, so this keeps the two in step)."""

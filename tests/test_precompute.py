@@ -387,8 +387,9 @@ def test_a_relative_cache_from_a_subfolder_and_damaged_outputs(tmp_path: Path) -
     cache = root / "docs" / "relative" / "cache"
     page = cache / "site" / "en" / "notebooks" / "nb.md"
     assert "0.25" in page.read_text(encoding="utf-8")
-    for lang in ("zh", "en"):  # the home page's list (no lectures in this course's nav)
-        assert (cache / "site" / lang / "contents.md").read_text(encoding="utf-8") == "\n"
+    for lang in ("zh", "en"):  # the home page's lists (no lectures, no notebooks in its nav)
+        for name in ("contents.md", "notebooks.md"):
+            assert (cache / "site" / lang / name).read_text(encoding="utf-8") == "\n"
     # progress: what was run, how far along (one line each, flushed as they finish)
     assert re.search(r"^precompute: \[1/2\] attention\.run_dropout_demo", proc.stdout, re.M)
     assert re.search(r"^precompute: \[2/2\] nb\.py", proc.stdout, re.M)

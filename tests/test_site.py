@@ -444,6 +444,7 @@ def test_strict_build_fails_loudly(tmp_path: Path, case: str, zh_page: str, expe
 def test_failing_notebook_fails_the_build(tmp_path: Path) -> None:
     # a notebook is a jupytext file of examples/ (a plain script there is not run)
     notebook = ("# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
+                "# %% [markdown]\n# # Broken\n\n"  # its title, for the home page's list
                 "# %%\nraise ValueError('boom from a notebook')\n")
     config = write_mini_site(
         tmp_path, {"zh/index.md": "# 首页\n", "en/index.md": GOOD_EN},

@@ -520,6 +520,9 @@ CASES: list[Case] = [
     # --- llmlab.build.course --------------------------------------------------------------
     case("course_pages of a number", "llmlab.build.course.course_pages",
          lambda: course.course_pages(3), T, "root", r"root must be a folder \(str or Path\)"),
+    case("course_pages notebooks a str", "llmlab.build.course.course_pages",
+         lambda: course.course_pages(ROOT, notebooks="yes"), T, "notebooks",
+         r"notebooks must be True or False, got str"),
     case("course_pages outside a course", "llmlab.build.course.course_pages",
          lambda: course.course_pages("/"), V, "root",
          r"root must be the course's folder \(with mkdocs.yml\), got /"),
@@ -530,6 +533,9 @@ CASES: list[Case] = [
          r"x.md: its leading --- block is not YAML front matter"),
     case("contents of a number", "llmlab.build.course.contents",
          lambda: course.contents(3), T, "root", r"root must be a folder"),
+    case("notebook_contents outside a course", "llmlab.build.course.notebook_contents",
+         lambda: course.notebook_contents("/"), V, "root",
+         r"root must be the course's folder \(with mkdocs.yml\), got /"),
     # --- llmlab.report.diagrams ----------------------------------------------------
     case("Diagram of an SVG string", "llmlab.report.diagrams.Diagram",
          lambda: report_diagrams.Diagram("<svg/>", report.label("图", "figure"), {}), T,

@@ -3,8 +3,11 @@
 The order is the site's navigation (``nav`` in ``mkdocs.yml``); a page's title
 is its first heading and its summary the ``summary:`` of its front matter, each
 in the page's own language. So the home page lists a new lecture once its pages
-and its line in ``nav`` exist, and never a title the page no longer has.
-``python -m llmlab.build.precompute`` writes the list for the home pages.
+and its line in ``nav`` exist, and never a title the page no longer has. A
+notebook's page is a stub that includes what precompute wrote: its title is the
+notebook's own (the first heading of its Markdown in that language,
+``examples/<name>.py``), its summary the stub's front matter.
+``python -m llmlab.build.precompute`` writes both lists for the home pages.
 
 Taught on: the home page ("Lectures").
 """
@@ -20,9 +23,10 @@ from mkdocs.utils.meta import get_data
 from llmlab.checks import check_type
 from llmlab.report import LANGUAGES, Localized
 
-__all__ = ["CoursePage", "contents", "course_pages", "split_front_matter"]
+__all__ = ["CoursePage", "contents", "course_pages", "notebook_contents", "split_front_matter"]
 
 SECTIONS = ("lectures/", "reference/")  # what the list shows; notebooks have their own
+NOTEBOOKS = "notebooks/"  # the notebooks' pages: notebooks/<name>.md from examples/<name>.py
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,12 @@ def _title(body: str, where: Path) -> str:
     raise ValueError(f"{where}: no '# ' title line")
 
 
-def course_pages(root: str | Path) -> list[CoursePage]:
+def course_pages(root: str | Path, notebooks: bool = False) -> list[CoursePage]:
     """The lectures and reference pages of the course in ``root`` (the folder
-    holding ``mkdocs.yml`` and ``docs/``), in the order of the site's navigation."""
+    holding ``mkdocs.yml`` and ``docs/``), in the order of the site's navigation;
+    with ``notebooks``, the example notebooks' pages instead."""
     check_type("root", root, (str, Path), expected="a folder (str or Path)")
+    check_type("notebooks", notebooks, bool, expected="True or False")
     root = Path(root)
     config = root / "mkdocs.yml"
     if not config.is_file():
@@ -86,7 +92,7 @@ def course_pages(root: str | Path) -> list[CoursePage]:
     nav = yaml.load(config.read_text(encoding="utf-8"), Loader=_ConfigLoader).get("nav")
     pages = []
     for path in _nav_paths(nav):
-        if not path.startswith(SECTIONS):
+        if not path.startswith(NOTEBOOKS if notebooks else SECTIONS):
             continue
         titles, summaries = {}, {}
         for lang in LANGUAGES:
@@ -95,9 +101,26 @@ def course_pages(root: str | Path) -> list[CoursePage]:
             if not isinstance(meta.get("summary"), str) or not meta["summary"].strip():
                 raise ValueError(f"{where}: front matter needs a summary: one sentence "
                                  "that the home page lists under the title")
-            titles[lang], summaries[lang] = _title(body, where), meta["summary"].strip()
+            titles[lang] = (_notebook_title(root, path, lang) if notebooks
+                            else _title(body, where))
+            summaries[lang] = meta["summary"].strip()
         pages.append(CoursePage(path, titles, summaries))
     return pages
+
+
+def _notebook_title(root: Path, page: str, lang: str) -> str:
+    """The first heading of the notebook's Markdown in ``lang``."""
+    import jupytext
+
+    from llmlab.build.notebooks import split_notebook
+
+    source = root / "examples" / f"{Path(page).stem}.py"
+    if not source.is_file():
+        raise ValueError(f"{page} is a notebook's page, but {source} does not exist")
+    for cell in split_notebook(jupytext.read(source), lang).cells:
+        if cell.cell_type == "markdown":
+            return _title(cell.source, source)
+    raise ValueError(f"{source}: no Markdown cell in {lang}")
 
 
 def contents(root: str | Path) -> Localized:
@@ -106,11 +129,21 @@ def contents(root: str | Path) -> Localized:
     ``python -m llmlab.build.precompute`` writes it, per language, where the home
     pages include it (``--8<-- "zh/contents.md"``), so MkDocs checks its links as
     it checks every page's."""
-    pages = course_pages(root)
+    return _listing(course_pages(root), numbered=True)
+
+
+def notebook_contents(root: str | Path) -> Localized:
+    """The home page's list of example notebooks: each one's title, linked, and its
+    summary (:func:`course_pages` with ``notebooks``), written by precompute as the
+    lecture list is (``--8<-- "zh/notebooks.md"``)."""
+    return _listing(course_pages(root, notebooks=True), numbered=False)
+
+
+def _listing(pages: list[CoursePage], numbered: bool) -> Localized:
     sep = {"zh": "：", "en": ": "}
 
     def make(lang: str) -> str:
-        return "\n".join(f"{i}. [{p.title[lang]}]({p.path}){sep[lang]}{p.summary[lang]}"
-                         for i, p in enumerate(pages, 1))
+        return "\n".join(f"{f'{i}.' if numbered else '-'} [{p.title[lang]}]({p.path})"
+                         f"{sep[lang]}{p.summary[lang]}" for i, p in enumerate(pages, 1))
 
     return Localized(make)

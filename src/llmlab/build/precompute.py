@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from llmlab.build import cache
 from llmlab.checks import check_str
-from llmlab.build.course import contents
+from llmlab.build.course import contents, notebook_contents
 from llmlab.report import LANGUAGES, Localized, fmt_float, label, table
 from llmlab.build.manifest import Call, find_calls
 from llmlab.build.notebooks import notebooks, run_notebooks
@@ -104,20 +104,24 @@ def up_to_date(folder: str | Path, current: str) -> bool:
 
 
 def home_contents(docs: str | Path) -> dict[str, str]:
-    """Per language, the home page's list of lectures (:func:`llmlab.build.course.contents`)
-    when ``docs`` sits beside the site's ``mkdocs.yml``; else nothing."""
+    """What the home pages include, by path under the cache's ``site/``: per language
+    the list of lectures (``<lang>/contents.md``, :func:`llmlab.build.course.contents`)
+    and of notebooks (``<lang>/notebooks.md``,
+    :func:`llmlab.build.course.notebook_contents`), when ``docs`` sits beside the
+    site's ``mkdocs.yml``; else nothing."""
     root = Path(docs).parent
     if not (root / "mkdocs.yml").is_file():
         return {}
-    listed = contents(root)
-    return {lang: listed.render(lang) + "\n" for lang in LANGUAGES}
+    lists = {"contents.md": contents(root), "notebooks.md": notebook_contents(root)}
+    return {f"{lang}/{name}": listed.render(lang) + "\n"
+            for lang in LANGUAGES for name, listed in lists.items()}
 
 
 def write_home_contents(folder: str | Path, home: dict[str, str]) -> None:
     """Write :func:`home_contents` where the home pages include it
     (``<cache>/site/<lang>/contents.md``, pymdownx.snippets), each file whole."""
-    for lang, text in home.items():
-        path = Path(folder) / "site" / lang / "contents.md"
+    for name, text in home.items():
+        path = Path(folder) / "site" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                      | {f"notebooks/{b['file']}" for b in books}
                      | {f"site/{lang}/notebooks/{Path(b['notebook']).stem}{suffix}"
                         for b in books for lang in LANGUAGES for suffix in (".md", ".ipynb", ".py")}
-                     | {f"site/{lang}/contents.md" for lang in home})
+                     | {f"site/{name}" for name in home})
     report = {"stamp": current, "wall_seconds": time.perf_counter() - start,
               "main_cpu_seconds": time.process_time() - cpu, "workers": args.workers,
               "jobs": done, "notebooks": books, "pages": pages,
