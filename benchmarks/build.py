@@ -119,7 +119,9 @@ def _experiment_seconds(report: dict) -> tuple[float, float]:
 
 
 def _page_seconds(report: dict) -> dict[str, float]:
-    """Per page, the CPU seconds of the experiments its calls computed, each once."""
+    """Per page, the CPU seconds of the experiments its calls computed in this build,
+    each once: the page's whole cost on a cold cache (the benchmark's), a part of it
+    when other results were already stored."""
     out = {}
     for page, calls in report["precompute"]["pages"].items():
         jobs: dict[str, float] = {}

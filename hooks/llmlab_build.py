@@ -79,8 +79,9 @@ def _start_precompute(config: Any) -> None:
                                          write_home_contents)
 
     try:
-        current = stamp(find_calls(docs, examples), examples, docs)
-        write_home_contents(STATE["cache"], home_contents(docs))  # the home page's, now
+        home = home_contents(docs)
+        current = stamp(find_calls(docs, examples), examples, home)
+        write_home_contents(STATE["cache"], home)  # the home page's, now
     except ValueError as error:  # a call not read from its block, a page without a summary
         if "process" in STATE:  # it fails on the same pages (on_build_error reaps it)
             STATE["process"].kill()

@@ -79,6 +79,16 @@ def test_the_notebook_list_follows_the_navigation_with_each_notebooks_own_title(
     assert listed.render("en") == ("- [Notebook 2](notebooks/two.md): does 2 (en)\n"
                                    "- [Notebook 1](notebooks/one.md): does 1 (en)")
     assert [p.path for p in course.course_pages(root)] == ["lectures/a.md"]
+    # the first heading, not the first cell: an opening cell without one is passed over
+    opening = '# %% [markdown]\n# A word before the title.\n\n'
+    (root / "examples" / "one.py").write_text(NOTEBOOK.format(n=1).replace(
+        '# %% [markdown] lang="zh"', opening + '# %% [markdown] lang="zh"'), encoding="utf-8")
+    assert listed.render("en") == course.notebook_contents(root).render("en")
+    untitled = NOTEBOOK.format(n=1).replace("# # Notebook 1", "# Notebook 1")
+    (root / "examples" / "one.py").write_text(untitled, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"examples/one\.py: no Markdown cell in en has "
+                                         r"a '# ' title line"):
+        course.notebook_contents(root)
     (root / "examples" / "one.py").unlink()
     with pytest.raises(ValueError, match=r"notebooks/one\.md is a notebook's page, but .*"
                                          r"examples/one\.py does not exist"):

@@ -331,7 +331,7 @@ def test_checkouts_sharing_a_cache_keep_their_own_reports(
     """Two checkouts, one cache folder (worktrees, CI jobs): each run's report is
     kept by its inputs' stamp, so neither run's pages read the other's."""
     from llmlab.build.manifest import find_calls
-    from llmlab.build.precompute import report_path, stamp
+    from llmlab.build.precompute import home_contents, report_path, stamp
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as in _run: the stamp names the threads
 
@@ -347,7 +347,8 @@ def test_checkouts_sharing_a_cache_keep_their_own_reports(
         assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "up to date" in proc.stdout  # b's run did not replace a's report
     for name in ("a", "b"):
-        current = stamp(find_calls(docs[name], examples), examples, docs[name])
+        current = stamp(find_calls(docs[name], examples), examples,
+                        home_contents(docs[name]))
         report = json.loads(report_path(cache, current).read_text())
         assert list(report["pages"]) == [f"{name}.md"]
 
@@ -421,7 +422,7 @@ def test_an_example_edited_while_precompute_runs_is_one_line_and_made_next_time(
     proc = _precompute(root)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "nb.py changed while precompute ran" in proc.stderr, proc.stderr
+    assert "nb.py was changed or added while precompute ran" in proc.stderr, proc.stderr
     cache = root / ".cache" / "llmlab"
     (executed,) = (cache / "notebooks").glob("*.ipynb")
     (output,) = json.loads(executed.read_text(encoding="utf-8"))["cells"][0]["outputs"]

@@ -72,11 +72,18 @@ def split_front_matter(text: str, where: str = "") -> tuple[dict, str]:
     return meta, "\n" * (text.count("\n") - body.count("\n")) + body
 
 
-def _title(body: str, where: Path) -> str:
+def _heading(body: str) -> str | None:
+    """The text of ``body``'s first ``# `` line, or None."""
     for line in body.splitlines():
         if line.startswith("# "):
             return line[2:].strip()
-    raise ValueError(f"{where}: no '# ' title line")
+    return None
+
+
+def _title(body: str, where: Path) -> str:
+    if (title := _heading(body)) is None:
+        raise ValueError(f"{where}: no '# ' title line")
+    return title
 
 
 def course_pages(root: str | Path, notebooks: bool = False) -> list[CoursePage]:
@@ -94,22 +101,24 @@ def course_pages(root: str | Path, notebooks: bool = False) -> list[CoursePage]:
     for path in _nav_paths(nav):
         if not path.startswith(NOTEBOOKS if notebooks else SECTIONS):
             continue
-        titles, summaries = {}, {}
+        titles = _notebook_titles(root, path) if notebooks else {}
+        summaries = {}
         for lang in LANGUAGES:
             where = root / "docs" / lang / path
             meta, body = split_front_matter(where.read_text(encoding="utf-8"), str(where))
             if not isinstance(meta.get("summary"), str) or not meta["summary"].strip():
                 raise ValueError(f"{where}: front matter needs a summary: one sentence "
                                  "that the home page lists under the title")
-            titles[lang] = (_notebook_title(root, path, lang) if notebooks
-                            else _title(body, where))
+            if not notebooks:
+                titles[lang] = _title(body, where)
             summaries[lang] = meta["summary"].strip()
         pages.append(CoursePage(path, titles, summaries))
     return pages
 
 
-def _notebook_title(root: Path, page: str, lang: str) -> str:
-    """The first heading of the notebook's Markdown in ``lang``."""
+def _notebook_titles(root: Path, page: str) -> dict[str, str]:
+    """Per language, the first heading of the notebook's Markdown cells (the first
+    Markdown cell with a ``# `` line), the notebook read once."""
     import jupytext
 
     from llmlab.build.notebooks import split_notebook
@@ -117,10 +126,15 @@ def _notebook_title(root: Path, page: str, lang: str) -> str:
     source = root / "examples" / f"{Path(page).stem}.py"
     if not source.is_file():
         raise ValueError(f"{page} is a notebook's page, but {source} does not exist")
-    for cell in split_notebook(jupytext.read(source), lang).cells:
-        if cell.cell_type == "markdown":
-            return _title(cell.source, source)
-    raise ValueError(f"{source}: no Markdown cell in {lang}")
+    notebook, titles = jupytext.read(source), {}
+    for lang in LANGUAGES:
+        found = (_heading(cell.source) for cell in split_notebook(notebook, lang).cells
+                 if cell.cell_type == "markdown")
+        title = next((heading for heading in found if heading is not None), None)
+        if title is None:
+            raise ValueError(f"{source}: no Markdown cell in {lang} has a '# ' title line")
+        titles[lang] = title
+    return titles
 
 
 def contents(root: str | Path) -> Localized:

@@ -78,11 +78,11 @@ _Loader.add_multi_constructor("", _keep)
 _Dumper.add_representer(_Tagged, _write)
 
 
-def _i18n(config: dict[str, Any]) -> dict[str, Any]:
+def _i18n(config: dict[str, Any], where: Path) -> dict[str, Any]:
     for plugin in config.get("plugins") or []:
         if isinstance(plugin, dict) and "i18n" in plugin:
             return plugin["i18n"] or {}
-    raise ValueError("mkdocs.yml has no i18n plugin: nothing to split by language")
+    raise ValueError(f"{where} has no i18n plugin: nothing to split by language")
 
 
 def _translate(nav: Any, names: dict[str, str]) -> Any:
@@ -118,7 +118,8 @@ def language_config(root: str | Path, lang: str, site_url: str, site_dir: str) -
     if not path.is_file():
         raise ValueError(f"root must be the course's folder (with mkdocs.yml), got {root}")
     config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    languages = {entry.get("locale"): entry for entry in _i18n(config).get("languages") or []}
+    listed = _i18n(config, path).get("languages") or []
+    languages = {entry.get("locale"): entry for entry in listed}
     if lang not in languages:
         raise ValueError(f"mkdocs.yml's i18n plugin does not list {lang!r} (it lists "
                          f"{sorted(map(str, languages))})")

@@ -173,7 +173,8 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
 
     Raises:
         ValueError: A notebook's text is not the one executed (it was edited while
-            precompute ran): naming the file; nothing is written for it.
+            precompute ran): naming the file; nothing is written for it or for
+            the notebooks after it.
     """
     import jupytext
     import nbformat
@@ -184,8 +185,8 @@ def run_notebooks(examples: Path, seconds: dict[str, float]) -> list[dict[str, A
     for path in paths:
         key = notebook_key(path.read_text(encoding="utf-8"))
         if not (executed / f"{key}.ipynb").is_file():
-            raise ValueError(f"{path} changed while precompute ran (what ran is an earlier "
-                             "text of it); run precompute again")
+            raise ValueError(f"{path} was changed or added while precompute ran (what "
+                             "ran is not this text of it); run precompute again")
         nb = nbformat.read(executed / f"{key}.ipynb", as_version=4)
         for lang in LANGUAGES:
             site = cache.cache_dir() / "site" / lang / "notebooks"

@@ -119,7 +119,8 @@ def home_contents(docs: str | Path) -> dict[str, str]:
 
 def write_home_contents(folder: str | Path, home: dict[str, str]) -> None:
     """Write :func:`home_contents` where the home pages include it
-    (``<cache>/site/<lang>/contents.md``, pymdownx.snippets), each file whole."""
+    (``<cache>/site/<lang>/contents.md`` and ``notebooks.md``, pymdownx.snippets),
+    each file whole."""
     for name, text in home.items():
         path = Path(folder) / "site" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,11 +129,13 @@ def write_home_contents(folder: str | Path, home: dict[str, str]) -> None:
         tmp.replace(path)
 
 
-def stamp(calls: list[Call], examples: str | Path, docs: str | Path | None = None) -> str:
-    """Hash of everything a run depends on; equal to the last run's: nothing to do."""
+def stamp(calls: list[Call], examples: str | Path,
+          home: dict[str, str] | None = None) -> str:
+    """Hash of everything a run depends on (``home``: :func:`home_contents`, as the
+    caller wrote it); equal to the last run's: nothing to do."""
     digest = hashlib.sha256(cache.source_hash().encode())
-    if docs is not None:
-        digest.update(json.dumps(home_contents(docs), sort_keys=True).encode())
+    if home:
+        digest.update(json.dumps(home, sort_keys=True).encode())
     for call in calls:
         digest.update(f"{call.page}\0{call.text}\0{sorted(call.kwargs.items())!r}\n".encode())
     for path in notebooks(examples):
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     write_home_contents(folder, home)  # first: it needs no result, and is the first page's
-    current = stamp(calls, examples, docs)
+    current = stamp(calls, examples, home)
     if up_to_date(folder, current):
         _say(f"up to date ({folder})")
         return 0
