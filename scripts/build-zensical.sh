@@ -37,8 +37,9 @@ say "zensical $("$zvenv/bin/zensical" --version), markdown-exec" \
     "$("$zvenv/bin/python" -c 'from importlib.metadata import version as v; print(v("markdown-exec"))')"
 
 # One build per language, as static-i18n lays the site out (Zensical has no i18n): each
-# config inherits mkdocs.yml and sets that language's folder, nav titles, interface and
-# language selector (llmlab.build.languages), into site-zensical/ (site/ is MkDocs').
+# config is mkdocs.yml with that language's folder, nav titles, interface and language
+# selector, and the folder the snippets include from (llmlab.build.languages), written
+# beside mkdocs.yml (not INHERIT: CONTRIBUTING.md), into site-zensical/ (site/ is MkDocs').
 root=$PWD
 site_url=${SITE_URL:-http://127.0.0.1:8000/}
 cache=$(cd "${LLMLAB_CACHE_DIR:-.cache/llmlab}" && pwd)
@@ -50,16 +51,17 @@ rm -rf site-zensical
 status=0
 for lang in $("$venv/bin/python" -c 'from llmlab.report import LANGUAGES; print(*LANGUAGES)'); do
   config=$root/.zensical-$lang.yml
+  # The notebook stubs and the home page include (pymdownx.snippets) the Markdown
+  # precompute wrote under $cache/site: the config names it as snippets' base_path.
   "$venv/bin/python" -c 'import sys; from llmlab.build.languages import language_config
-print(language_config(*sys.argv[1:]), end="")' "$root" "$lang" "$site_url" site-zensical > "$config"
-  # The notebook stubs include (pymdownx.snippets) the Markdown precompute wrote under
-  # $cache/site; the hook adds that folder to snippets' base_path, whose default is the
-  # working folder: Zensical builds from there.
+print(language_config(*sys.argv[1:]), end="")' \
+    "$root" "$lang" "$site_url" site-zensical "$cache/site" > "$config"
   say "building the $lang pages with Zensical into site-zensical/"
   start=$SECONDS
-  (cd "$cache/site" && LLMLAB_LANG=$lang "$root/$zvenv/bin/zensical" build -f "$config") ||
-    status=$?
-  say "zensical build ($lang) exited with $status after $((SECONDS - start)) s"
+  code=0
+  LLMLAB_LANG=$lang "$zvenv/bin/zensical" build -f "$config" || code=$?
+  say "zensical build ($lang) exited with $code after $((SECONDS - start)) s"
+  [ "$code" = 0 ] || status=$code
 done
 
 # What the hook does after the pages, as passes over what Zensical wrote (informational,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from mkdocs.utils.yaml import yaml_load
 
@@ -60,8 +61,6 @@ def test_a_site_at_the_hosts_root_links_its_languages_from_slash() -> None:
 
 def test_a_course_without_the_plugin_is_refused(tmp_path: Path) -> None:
     (tmp_path / "mkdocs.yml").write_text("site_name: x\nplugins:\n  - search\n", "utf-8")
-    import pytest
-
     with pytest.raises(ValueError, match=r"mkdocs\.yml has no i18n plugin"):
         languages.language_config(tmp_path, "en", "/", "out")
     (tmp_path / "mkdocs.yml").write_text(
@@ -95,3 +94,32 @@ def test_the_downloads_go_next_to_their_pages_with_full_links(tmp_path: Path) ->
     assert notebooks.write_downloads(site, cache, "https://example.org/x/") == 4
     assert "https://example.org/x/en/lectures/a/#en" in (
         site / "en/notebooks/nb/nb.py").read_text("utf-8")
+
+
+def test_the_snippets_include_from_the_folder_named_whatever_the_working_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``includes`` the config names the folder precompute writes the included
+    Markdown to, so a builder without the hook (which adds it) finds it from anywhere."""
+    import markdown
+    from pymdownx.snippets import SnippetMissingError
+
+    (tmp_path / "site" / "en").mkdir(parents=True)
+    (tmp_path / "site" / "en" / "list.md").write_text("- included\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = yaml.load(languages.language_config(ROOT, "en", "/", "out", tmp_path / "site"),
+                       Loader=languages._Loader)
+    course = _config("en")
+    changed = [(a, b) for a, b in zip(config["markdown_extensions"],
+                                       course["markdown_extensions"]) if a != b]
+    assert changed == [({"pymdownx.snippets": {"check_paths": True,
+                                               "base_path": [str(tmp_path / "site")]}},
+                        {"pymdownx.snippets": {"check_paths": True}})]
+    options = changed[0][0]["pymdownx.snippets"]
+    html = markdown.markdown('--8<-- "en/list.md"\n', extensions=["pymdownx.snippets"],
+                             extension_configs={"pymdownx.snippets": options})
+    assert "<li>included</li>" in html
+    with pytest.raises(SnippetMissingError, match="en/list.md"):  # without it: not found
+        markdown.markdown('--8<-- "en/list.md"\n', extensions=["pymdownx.snippets"],
+                          extension_configs={"pymdownx.snippets": {"check_paths": True}})

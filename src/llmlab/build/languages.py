@@ -94,7 +94,8 @@ def _translate(nav: Any, names: dict[str, str]) -> Any:
     return nav
 
 
-def language_config(root: str | Path, lang: str, site_url: str, site_dir: str) -> str:
+def language_config(root: str | Path, lang: str, site_url: str, site_dir: str,
+                    includes: str | Path | None = None) -> str:
     """The config of ``lang``'s own build of the course in ``root``, as YAML text.
 
     It is ``root/mkdocs.yml`` as written (its tags kept; write it into ``root``, where
@@ -104,7 +105,10 @@ def language_config(root: str | Path, lang: str, site_url: str, site_dir: str) -
     ``lang``; the plugin's ``site_description`` for ``lang`` if it has one; and
     ``extra.alternate``, a link to each language's root (Material's language
     selector). (Not ``INHERIT``: Zensical joins an inherited list to the child's, so
-    the nav would be there in both languages.)
+    the nav would be there in both languages.) With ``includes`` (precompute's
+    ``<cache>/site``, what the notebook stubs and the home page include), that folder,
+    made absolute, is pymdownx.snippets' ``base_path``, which is otherwise the working
+    folder (the MkDocs build's hook adds it the same way).
 
     Raises:
         ValueError: ``root`` has no ``mkdocs.yml``, it has no ``i18n`` plugin, or the
@@ -114,6 +118,10 @@ def language_config(root: str | Path, lang: str, site_url: str, site_dir: str) -
     check_choice("lang", lang, LANGUAGES)
     check_str("site_url", site_url, nonempty=True)
     check_str("site_dir", site_dir, nonempty=True)
+    if includes is not None:
+        check_type("includes", includes, (str, Path), expected="a folder (str or Path) or None")
+        if not Path(includes).is_dir():
+            raise ValueError(f"includes must be a folder, got {includes} (not a folder)")
     path = Path(root) / "mkdocs.yml"
     if not path.is_file():
         raise ValueError(f"root must be the course's folder (with mkdocs.yml), got {root}")
@@ -136,6 +144,18 @@ def language_config(root: str | Path, lang: str, site_url: str, site_dir: str) -
         {"name": languages[other].get("name", other),
          "link": root_path + language_prefix(other), "lang": other}
         for other in LANGUAGES if other in languages]}
+    if includes is not None:
+        config["markdown_extensions"] = [_with_base_path(entry, Path(includes).resolve())
+                                         for entry in config.get("markdown_extensions") or []]
     if own.get("site_description"):
         config["site_description"] = own["site_description"]
     return yaml.dump(config, Dumper=_Dumper, allow_unicode=True, sort_keys=False)
+
+
+def _with_base_path(entry: Any, folder: Path) -> Any:
+    """A ``markdown_extensions`` entry, with ``folder`` as snippets' only base path."""
+    name = entry if isinstance(entry, str) else next(iter(entry))
+    if name != "pymdownx.snippets":
+        return entry
+    options = {} if isinstance(entry, str) else dict(entry[name] or {})
+    return {name: {**options, "base_path": [str(folder)]}}
