@@ -288,3 +288,33 @@ def test_a_line_plot_over_whole_numbers_has_whole_number_ticks() -> None:
     steps = x_ticks(list(range(1, 21)))
     assert steps and all(t.isdigit() for t in steps), steps
     assert not all(t.isdigit() for t in x_ticks([0.0, 0.5, 1.0]))
+
+
+def test_a_bar_plot_draws_a_bar_per_group_and_category_at_its_height() -> None:
+    """Grouped bars: per category (x tick, in order), one bar per group, left to right
+    in the groups' order, in the group's own colour, as tall as its value; the legend
+    names the groups."""
+    import re
+
+    from llmlab.report import bar_plot_svg
+
+    groups = {"a": [1.0, 2.0], "b": [3.0, 0.5], "c": [2.0, 2.5]}
+    svg = bar_plot_svg(groups, ["x", "y"], lang="en")
+    bars = re.findall(r'<path d="M ([\d.]+) ([\d.]+) \nL ([\d.]+) [\d.]+ \nL [\d.]+ ([\d.]+) '
+                      r'\nL [\d.]+ [\d.]+ \nz\n" clip-path="[^"]+" style="fill: (#[0-9a-f]+)"', svg)
+    assert len(bars) == 6  # drawn group by group
+    left = [float(b[0]) for b in bars]
+    heights = [float(b[1]) - float(b[3]) for b in bars]
+    values = [v for vs in groups.values() for v in vs]
+    scale = heights[0] / values[0]
+    assert all(abs(h - v * scale) < 1e-3 * scale for h, v in zip(heights, values))
+    for i in range(2):  # at category i, the groups left to right, all left of category i+1
+        xs = [left[j * 2 + i] for j in range(3)]
+        assert xs == sorted(xs)
+    assert max(left[j * 2] for j in range(3)) < min(left[j * 2 + 1] for j in range(3))
+    colours = [b[4] for b in bars]
+    assert colours[0::2] == colours[1::2] and len(set(colours[0::2])) == 3
+    x_axis = svg[svg.index('id="matplotlib.axis_1"'):svg.index('id="matplotlib.axis_2"')]
+    assert re.findall(r"<!-- ([^>]*) -->", x_axis) == ["x", "y"]
+    legend = svg[svg.index('id="legend_1"'):]
+    assert re.findall(r"<!-- ([^>]*) -->", legend) == ["a", "b", "c"]

@@ -33,9 +33,8 @@ GUARDS: dict[str, list[object]] = {
                    "(64, 8, 32 * 8)"),
             Assert("noise = two_standard_errors(base.samples, m=again.samples)")],
     # the Shakespeare shares, 128 lines each (32 prompts, 4 lines a prompt)
-    "128": [Assert("assert play.base.samples == 32 * 4"),
-            Assert("assert run.lines.preferred_share - base.preferred_share > "
-                   "two_standard_errors(\n        base.samples, m=run.lines.samples)")],
+    "128": [Assert("assert play.base.samples == play.base_again.samples == "
+                   "run.lines.samples == 32 * 4")],
     # the loss starts at log 2 ≈ 0.693
     "0.693": [Assert("assert math.isclose(losses.item(), math.log(2), rel_tol=1e-6)")],
     # training longer: 30 steps, then more than 95% of the training pairs ranked right
