@@ -190,6 +190,8 @@ def test_tang_run_counts_poem_lines(tiny_runs):
     assert max(halves, key=halves.get) == 5  # five-character verse is the most common
     assert set(tokens) <= {1, 2, 3, 4} and tokens[1] > tokens[2] > tokens.get(3, 0)
     assert all(0 <= s.shaped_lines <= s.couplet_lines <= s.lines for s in r.samples)
+    assert all(len(s.line_texts) == s.lines for s in r.samples)  # the lines it counted
+    assert all(line and "\n" not in line for s in r.samples for line in s.line_texts)
     assert tiny_runs["shakespeare"].char_tokens == []
 
 
@@ -234,6 +236,9 @@ def test_poem_shape_share_counts_lines():
     assert exp.poem_shape_share(text) == (1, 2)  # the cut last line is not counted
     assert exp.poem_shape_share(text, drop_last=False) == (1, 3)
     assert exp.poem_shape_share("") == (0, 0)
+    assert exp.poem_lines(text) == ["白日依山盡，黃河入海流。", "伊我軒宮，奇樹青葱。"]
+    assert exp.poem_lines(text, drop_last=False)[-1] == "欲窮千里目，更上一層"
+    assert exp.poem_lines("\n\n") == []
     assert exp.poem_halves(text) == [(5, 5), (4, 4)]
     assert exp.poem_halves(text, drop_last=False) == [(5, 5), (4, 4)]  # cut: no stop
 

@@ -85,6 +85,7 @@ from llmlab.training.quality import (  # the poem-shape measure
     poem_halves,
     poem_line_halves,
     poem_line_has_shape,
+    poem_lines,
     poem_shape_share,
 )
 
@@ -117,6 +118,7 @@ __all__ = [
     "poem_halves",
     "poem_line_halves",
     "poem_line_has_shape",
+    "poem_lines",
     "poem_shape_share",
     "run_adamw_check",
     "run_checkpoint_resume",
@@ -581,6 +583,11 @@ class Sample:
     def text(self) -> str:
         """The first continuation, the one to show."""
         return self.texts[0]
+
+    @property
+    def line_texts(self) -> list[str]:
+        """The lines counted in ``lines``, text by text (:func:`poem_lines`)."""
+        return [line for text in self.texts for line in poem_lines(text)]
 
     @property
     def shape_share(self) -> float:

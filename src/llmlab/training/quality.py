@@ -56,6 +56,7 @@ __all__ = [
     "poem_halves",
     "poem_line_halves",
     "poem_line_has_shape",
+    "poem_lines",
     "poem_shape_share",
     "sample_quality",
     "words",
@@ -179,7 +180,13 @@ def poem_line_halves(line: str) -> tuple[int, int] | None:
     return None if m is None else (len(m[1]), len(m[2]))
 
 
-def _lines(text: str, drop_last: bool) -> list[str]:
+def poem_lines(text: str, drop_last: bool = True) -> list[str]:
+    """The lines of ``text`` that :func:`poem_shape_share` and :func:`poem_halves` judge:
+    the pieces between ``"\\n"``, empty ones left out, and (with ``drop_last``) the
+    last piece, which a length limit may have cut short.
+
+    Taught on: "Training and generating text".
+    """
     check_str("text", text)
     check_bool("drop_last", drop_last)
     pieces = text.split("\n")
@@ -195,20 +202,19 @@ def poem_halves(text: str, drop_last: bool = True) -> list[tuple[int, int]]:
 
     Taught on: "Training and generating text".
     """
-    halves = (poem_line_halves(line) for line in _lines(text, drop_last))
+    halves = (poem_line_halves(line) for line in poem_lines(text, drop_last))
     return [h for h in halves if h is not None]
 
 
 def poem_shape_share(text: str, drop_last: bool = True) -> tuple[int, int]:
     """``(shaped, lines)``: how many non-empty lines of ``text`` have the shape.
 
-    Lines are the pieces between ``"\\n"``; empty ones (a model may write them) are not
-    counted, nor (with ``drop_last``) the last piece, which a length limit may
-    have cut short. See :func:`poem_line_has_shape`.
+    The lines are :func:`poem_lines`' (empty ones, which a model may write, are not
+    counted, nor with ``drop_last`` the last piece). See :func:`poem_line_has_shape`.
 
     Taught on: "Training and generating text".
     """
-    lines = _lines(text, drop_last)
+    lines = poem_lines(text, drop_last)
     return sum(poem_line_has_shape(p) for p in lines), len(lines)
 
 
