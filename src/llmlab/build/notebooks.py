@@ -22,7 +22,9 @@ from typing import Any
 from llmlab.build import cache
 from llmlab.report import LANGUAGES, img_tag
 
-__all__ = ["notebook_key", "notebook_markdown", "notebooks", "output_markdown", "process_context", "run_notebook", "run_notebooks", "split_notebook", "write_downloads"]
+__all__ = ["notebook_key", "notebook_markdown", "notebooks", "output_markdown",
+           "process_context", "run_notebook", "run_notebooks", "split_notebook",
+           "write_downloads"]
 
 
 def notebooks(examples: str | Path) -> list[Path]:

@@ -191,8 +191,9 @@ def notebook_jobs(calls: list[Call], planned: list[list[dict[str, Any]]], exampl
             continue
         key = f"notebook:{path.name}"
         jobs.append({"module": "notebook", "name": path.name, "notebook": str(path.resolve()),
-                     "source": source, "out": str(out), "key": key, "cost": NOTEBOOK_COST, "machine": False,
-                     "parent": True, "rank": render_rank(f"examples/{path.name}")})
+                     "source": source, "out": str(out), "key": key, "cost": NOTEBOOK_COST,
+                     "machine": False, "parent": True,
+                     "rank": render_rank(f"examples/{path.name}")})
         deps[key] = {j["key"] for call, call_jobs in zip(calls, planned)
                      if call.page.endswith(".py") and Path(call.page).name == path.name
                      for j in call_jobs}
